@@ -1,0 +1,161 @@
+/*
+ * armci.h: the C interface of libarmci, an ARMCI 1.x one-sided communication
+ * library over node-shared memory, UCX and InfiniBand verbs.
+ *
+ * Binary compatibility: armci_hdl_t, armci_giov_t and armci_size_t have the
+ * size and layout of the ARMCI-MPI 0.3 header, so code compiled against that
+ * header links against this library. This header does not need <mpi.h>.
+ *
+ * Semantics (ARMCI's):
+ *  - a blocking Put/Acc returns when the source buffer may be reused; a
+ *    blocking Get returns when the data has arrived;
+ *  - ARMCI_Wait/ARMCI_Test give local completion of a nonblocking operation;
+ *  - ARMCI_Fence(proc) gives remote completion of everything this process
+ *    issued to proc; ARMCI_AllFence does so for every process;
+ *  - blocking operations from one origin to one target location are seen in
+ *    the order they were issued;
+ *  - Acc is atomic per element with respect to other Acc operations.
+ *
+ * Errors: a call given bad arguments (an address outside every ARMCI_Malloc
+ * region of the target, a negative size, a rank out of range, a NULL pointer,
+ * an uninitialised library) prints a message naming the call, the argument
+ * and the rank, and ends the job through ARMCI_Error. Nothing is written.
+ */
+#ifndef ARMCI_H_
+#define ARMCI_H_
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ARMCI_LIBARMCI 1
+
+/* Data types of ARMCI_Acc. The values are those of ARMCI (and ARMCI-MPI). */
+#define ARMCI_ACC_INT 0
+#define ARMCI_ACC_LNG 1
+#define ARMCI_ACC_FLT 2
+#define ARMCI_ACC_DBL 3
+#define ARMCI_ACC_CPL 4
+#define ARMCI_ACC_DCP 5
+
+#define ARMCI_INT    ARMCI_ACC_INT
+#define ARMCI_LONG   ARMCI_ACC_LNG
+#define ARMCI_FLOAT  ARMCI_ACC_FLT
+#define ARMCI_DOUBLE ARMCI_ACC_DBL
+#define ARMCI_SCPL   ARMCI_ACC_CPL
+#define ARMCI_DCPL   ARMCI_ACC_DCP
+
+typedef long armci_size_t;
+
+/* A nonblocking handle: 8 bytes, as in ARMCI-MPI. The fields are private.
+ * `request` is an index into the library's request table (-1: none) and
+ * `tag` holds the request's generation and a marker that tells an initialised
+ * handle from stack garbage. Initialise every handle with ARMCI_INIT_HANDLE
+ * before its first use. Defined behaviour:
+ *  - waiting on (or testing) a handle whose operations completed, or one that
+ *    was initialised and never used, returns at once with 0;
+ *  - waiting twice on one handle returns at once the second time;
+ *  - reusing a handle for a new operation before waiting on it is allowed:
+ *    the earlier operation is completed first;
+ *  - a handle that was never initialised is an error that names the call. */
+typedef struct armci_hdl_s {
+  int request;
+  int tag;
+} armci_hdl_t;
+
+/* One vector segment list, as in ARMCI. */
+typedef struct {
+  void **src_ptr_array;
+  void **dst_ptr_array;
+  int bytes;
+  int ptr_array_len;
+} armci_giov_t;
+
+/* Start-up and shutdown. Collective. MPI_Init may come before or after. */
+int ARMCI_Init(void);
+int ARMCI_Init_args(int *argc, char ***argv);
+int ARMCI_Initialized(void);
+int ARMCI_Finalize(void);
+/* Releases node-shared segments; safe to call at any time, also from a
+ * signal or error path. */
+void ARMCI_Cleanup(void);
+/* Prints "ARMCI error (rank R): msg (code)" and ends the whole job. */
+void ARMCI_Error(const char *msg, int code);
+
+/* Collective allocation: base_ptrs[i] receives rank i's base address (NULL
+ * for a rank that asked for 0 bytes). */
+int ARMCI_Malloc(void **base_ptrs, armci_size_t bytes);
+int ARMCI_Free(void *ptr);
+/* Local memory that is registered for fast transfers. */
+void *ARMCI_Malloc_local(armci_size_t bytes);
+int ARMCI_Free_local(void *ptr);
+
+/* Contiguous transfers. For Put and Acc, dst is remote; for Get, src is. */
+int ARMCI_Put(void *src, void *dst, int bytes, int proc);
+int ARMCI_Get(void *src, void *dst, int bytes, int proc);
+/* dst[i] += scale * src[i] for the data type; scale points to one element of
+ * that type (for complex types, to a complex value). */
+int ARMCI_Acc(int datatype, void *scale, void *src, void *dst, int bytes, int proc);
+
+void ARMCI_INIT_HANDLE(armci_hdl_t *handle);
+void ARMCI_SET_AGGREGATE_HANDLE(armci_hdl_t *handle);
+void ARMCI_UNSET_AGGREGATE_HANDLE(armci_hdl_t *handle);
+
+/* Nonblocking forms. A NULL handle is an implicit one: completed by
+ * ARMCI_WaitProc, ARMCI_WaitAll or ARMCI_Fence. */
+int ARMCI_NbPut(void *src, void *dst, int bytes, int proc, armci_hdl_t *handle);
+int ARMCI_NbGet(void *src, void *dst, int bytes, int proc, armci_hdl_t *handle);
+int ARMCI_NbAcc(int datatype, void *scale, void *src, void *dst, int bytes, int proc,
+                armci_hdl_t *handle);
+
+int ARMCI_Wait(armci_hdl_t *handle);
+/* 0: complete; 1: still in progress. */
+int ARMCI_Test(armci_hdl_t *handle);
+int ARMCI_WaitProc(int proc);
+int ARMCI_WaitAll(void);
+
+void ARMCI_Fence(int proc);
+void ARMCI_AllFence(void);
+void ARMCI_Barrier(void);
+
+/* Single values. */
+int ARMCI_PutValueInt(int src, void *dst, int proc);
+int ARMCI_PutValueLong(long src, void *dst, int proc);
+int ARMCI_PutValueFloat(float src, void *dst, int proc);
+int ARMCI_PutValueDouble(double src, void *dst, int proc);
+int ARMCI_NbPutValueInt(int src, void *dst, int proc, armci_hdl_t *handle);
+int ARMCI_NbPutValueLong(long src, void *dst, int proc, armci_hdl_t *handle);
+int ARMCI_NbPutValueFloat(float src, void *dst, int proc, armci_hdl_t *handle);
+int ARMCI_NbPutValueDouble(double src, void *dst, int proc, armci_hdl_t *handle);
+int ARMCI_GetValueInt(void *src, int proc);
+long ARMCI_GetValueLong(void *src, int proc);
+float ARMCI_GetValueFloat(void *src, int proc);
+double ARMCI_GetValueDouble(void *src, int proc);
+
+/* Topology. */
+enum armci_domain_e { ARMCI_DOMAIN_SMP };
+typedef int armci_domain_t;
+int armci_domain_nprocs(armci_domain_t domain, int id);
+int armci_domain_id(armci_domain_t domain, int glob_proc_id);
+int armci_domain_glob_proc_id(armci_domain_t domain, int id, int loc_proc_id);
+int armci_domain_my_id(armci_domain_t domain);
+int armci_domain_count(armci_domain_t domain);
+int armci_domain_same_id(armci_domain_t domain, int proc);
+
+/* 1 when proc shares this process's (virtual) node. */
+int ARMCI_Same_node(int proc);
+/* 1 when same-node peers are reached through shared memory. */
+int ARMCI_Uses_shm(void);
+
+/* Process identity (as the armci_msg_* calls of ARMCI). */
+int armci_msg_me(void);
+int armci_msg_nproc(void);
+void armci_msg_barrier(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ARMCI_H_ */

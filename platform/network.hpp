@@ -1,0 +1,127 @@
+// The interface every network layer implements (UCX, verbs). It speaks of
+// peers (0..size-1), registered memory, remote keys and completions, and
+// knows nothing of ARMCI. Calls are made from one thread at a time.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace armci::platform {
+
+// What the core may rely on when it chooses protocols.
+struct Capabilities {
+  std::string name;                   // "ucx", "verbs"
+  std::size_t max_sge = 1;            // local gather/scatter entries per operation
+  std::size_t max_inline = 0;         // bytes a put may carry inline
+  std::size_t max_message = 0;        // largest control-message payload
+  std::size_t max_outstanding_reads = 0;  // 0: the layer queues internally
+  bool atomics_coherent_with_cpu = false;  // network atomics vs. CPU atomics
+  bool native_notify = false;         // write-with-notification in one operation
+};
+
+// Completion of one or more operations. The caller owns it and keeps it alive
+// until `pending` is zero; every operation started with it adds one before it
+// returns and subtracts one when it completes (locally for put and
+// send_message, with the data in place for get and atomics). A failure sets
+// `error` (first one wins) and still completes.
+struct Completion {
+  std::atomic<int> pending{0};
+  std::atomic<int> error{0};
+  bool done() const { return pending.load(std::memory_order_acquire) == 0; }
+};
+
+// One piece of local memory in a gather (put) or scatter (get) list.
+struct LocalSegment {
+  void* address;
+  std::size_t length;
+};
+
+// A registration of local memory; opaque to the core.
+struct MemoryHandle {
+  void* impl = nullptr;
+  explicit operator bool() const { return impl != nullptr; }
+};
+
+// A peer's remote key for one of its registrations, unpacked for this
+// process; opaque to the core.
+struct RemoteKey {
+  void* impl = nullptr;
+  explicit operator bool() const { return impl != nullptr; }
+};
+
+// A control message handler: runs inside progress(). `payload` is valid only
+// during the call.
+using MessageHandler =
+    std::function<void(int source, std::span<const std::byte> header,
+                       std::span<const std::byte> payload)>;
+
+class Network {
+ public:
+  virtual ~Network() = default;
+
+  virtual const Capabilities& capabilities() const = 0;
+
+  // Bootstrap: the bytes this process publishes so peers can reach it, then
+  // the addresses of all peers (index = rank; empty for peers this layer will
+  // not talk to). Connections may be made lazily on first use.
+  virtual std::vector<std::byte> local_address() = 0;
+  virtual void set_peer_addresses(std::vector<std::vector<std::byte>> addresses) = 0;
+
+  virtual MemoryHandle register_memory(void* address, std::size_t length) = 0;
+  virtual void deregister_memory(MemoryHandle handle) = 0;
+  virtual std::vector<std::byte> pack_remote_key(MemoryHandle handle) = 0;
+  virtual RemoteKey unpack_remote_key(int peer, std::span<const std::byte> packed) = 0;
+  virtual void release_remote_key(RemoteKey key) = 0;
+
+  // One-sided transfers between a local gather/scatter list and a contiguous
+  // remote range. Operations are not ordered among themselves unless
+  // order(peer) is called between them.
+  virtual void put(int peer, std::span<const LocalSegment> local, std::uint64_t remote_address,
+                   RemoteKey key, Completion& completion) = 0;
+  virtual void get(int peer, std::span<const LocalSegment> local, std::uint64_t remote_address,
+                   RemoteKey key, Completion& completion) = 0;
+
+  // 64-bit remote atomics; the old value lands in *result.
+  virtual void fetch_add(int peer, std::uint64_t remote_address, RemoteKey key,
+                         std::uint64_t value, std::uint64_t* result, Completion& completion) = 0;
+  virtual void compare_swap(int peer, std::uint64_t remote_address, RemoteKey key,
+                            std::uint64_t expected, std::uint64_t desired, std::uint64_t* result,
+                            Completion& completion) = 0;
+
+  // A put after which the target's notification counter grows by one, once
+  // the data is in place (verbs: RDMA write with immediate).
+  virtual void put_notify(int peer, std::span<const LocalSegment> local,
+                          std::uint64_t remote_address, RemoteKey key, std::uint32_t value,
+                          Completion& completion) = 0;
+  virtual std::uint64_t notifications_received() const = 0;
+
+  // Two-sided control messages to a peer's handler for `id`.
+  virtual void set_message_handler(std::uint8_t id, MessageHandler handler) = 0;
+  virtual void send_message(int peer, std::uint8_t id, std::span<const std::byte> header,
+                            std::span<const std::byte> payload, Completion& completion) = 0;
+
+  // Operations issued to peer before this call are applied at the target
+  // before those issued after it.
+  virtual void order(int peer) = 0;
+  // Remote completion of everything issued to peer (or to all peers).
+  virtual void flush(int peer, Completion& completion) = 0;
+  virtual void flush_all(Completion& completion) = 0;
+
+  // Text for a non-zero Completion::error of this layer.
+  virtual std::string error_string(int code) const = 0;
+
+  // Drives completions and handlers; returns how many events it handled.
+  virtual int progress() = 0;
+  // A descriptor that becomes readable when progress() has work, after
+  // arm_wakeup() returned true; -1 when the layer cannot block.
+  virtual int wakeup_fd() = 0;
+  virtual bool arm_wakeup() = 0;
+};
+
+}  // namespace armci::platform

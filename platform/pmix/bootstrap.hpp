@@ -1,0 +1,34 @@
+// Start-up through PMIx: who am I, how many are we, who shares my host, and
+// an exchange of small records. Without a PMIx server in the environment the
+// program runs as a single process.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace armci::platform {
+
+class Bootstrap {
+ public:
+  virtual ~Bootstrap() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // A name unique to this job (used to name shared segments).
+  virtual const std::string& job_id() const = 0;
+  // "pmix" or "singleton".
+  virtual const char* kind() const = 0;
+
+  // Collective: every process contributes `mine`, gets everyone's (index = rank).
+  virtual std::vector<std::vector<std::byte>> allgather(std::span<const std::byte> mine) = 0;
+  // Collective synchronisation without data.
+  virtual void fence() = 0;
+
+  // Connects to the launcher's PMIx server, or returns a singleton bootstrap
+  // when the environment names none.
+  static std::unique_ptr<Bootstrap> create();
+};
+
+}  // namespace armci::platform

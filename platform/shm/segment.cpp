@@ -1,0 +1,106 @@
+#include "platform/shm/segment.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <utility>
+
+namespace armci::platform {
+
+std::size_t page_round(std::size_t bytes) {
+  static const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  return (bytes + page - 1) / page * page;
+}
+
+namespace {
+std::runtime_error system_error(const std::string& what, const std::string& name) {
+  return std::runtime_error(what + "(" + name + "): " + std::strerror(errno));
+}
+
+void* map_descriptor(int fd, std::size_t bytes, const std::string& name) {
+  void* address = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (address == MAP_FAILED) throw system_error("mmap", name);
+  return address;
+}
+}  // namespace
+
+SharedSegment& SharedSegment::operator=(SharedSegment&& other) noexcept {
+  if (this != &other) {
+    release();
+    address_ = std::exchange(other.address_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    name_ = std::move(other.name_);
+    owner_linked_ = std::exchange(other.owner_linked_, false);
+  }
+  return *this;
+}
+
+SharedSegment SharedSegment::create(const std::string& name, std::size_t bytes) {
+  SharedSegment segment;
+  segment.size_ = page_round(bytes);
+  segment.name_ = name;
+  int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0) throw system_error("shm_open", name);
+  segment.owner_linked_ = true;
+  if (ftruncate(fd, static_cast<off_t>(segment.size_)) != 0) {
+    int saved = errno;
+    close(fd);
+    shm_unlink(name.c_str());
+    errno = saved;
+    throw system_error("ftruncate (is /dev/shm large enough?)", name);
+  }
+  try {
+    segment.address_ = map_descriptor(fd, segment.size_, name);
+  } catch (...) {
+    close(fd);
+    shm_unlink(name.c_str());
+    throw;
+  }
+  close(fd);
+  return segment;
+}
+
+SharedSegment SharedSegment::attach(const std::string& name, std::size_t bytes) {
+  SharedSegment segment;
+  segment.size_ = page_round(bytes);
+  segment.name_ = name;
+  int fd = shm_open(name.c_str(), O_RDWR, 0600);
+  if (fd < 0) throw system_error("shm_open", name);
+  try {
+    segment.address_ = map_descriptor(fd, segment.size_, name);
+  } catch (...) {
+    close(fd);
+    throw;
+  }
+  close(fd);
+  return segment;
+}
+
+SharedSegment SharedSegment::anonymous(std::size_t bytes) {
+  SharedSegment segment;
+  segment.size_ = page_round(bytes);
+  void* address = mmap(nullptr, segment.size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (address == MAP_FAILED) throw system_error("mmap", "anonymous");
+  segment.address_ = address;
+  return segment;
+}
+
+void SharedSegment::unlink() {
+  if (owner_linked_) {
+    shm_unlink(name_.c_str());
+    owner_linked_ = false;
+  }
+}
+
+void SharedSegment::release() {
+  unlink();
+  if (address_ != nullptr) munmap(address_, size_);
+  address_ = nullptr;
+  size_ = 0;
+}
+
+}  // namespace armci::platform

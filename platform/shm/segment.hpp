@@ -1,0 +1,46 @@
+// Node-shared memory segments: one process creates a named segment, its
+// node neighbours map it, and the name is removed once all have mapped it so
+// nothing outlives the job.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace armci::platform {
+
+class SharedSegment {
+ public:
+  SharedSegment() = default;
+  SharedSegment(const SharedSegment&) = delete;
+  SharedSegment& operator=(const SharedSegment&) = delete;
+  SharedSegment(SharedSegment&& other) noexcept { *this = std::move(other); }
+  SharedSegment& operator=(SharedSegment&& other) noexcept;
+  ~SharedSegment() { release(); }
+
+  // Creates and maps a zero-filled segment of `bytes` (rounded up to pages).
+  static SharedSegment create(const std::string& name, std::size_t bytes);
+  // Maps a segment a neighbour created.
+  static SharedSegment attach(const std::string& name, std::size_t bytes);
+  // Private anonymous memory with the same interface, for when no neighbour
+  // needs to map it.
+  static SharedSegment anonymous(std::size_t bytes);
+
+  // Removes the name (mappings stay valid). Idempotent.
+  void unlink();
+  void release();
+
+  void* address() const { return address_; }
+  std::size_t size() const { return size_; }
+  const std::string& name() const { return name_; }
+
+ private:
+  void* address_ = nullptr;
+  std::size_t size_ = 0;
+  std::string name_;
+  bool owner_linked_ = false;
+};
+
+// Page-rounded size.
+std::size_t page_round(std::size_t bytes);
+
+}  // namespace armci::platform

@@ -1,0 +1,785 @@
+// UCX (ucp) implementation of platform::Network.
+//
+// Completion bookkeeping: every UCX operation is issued with a send callback
+// and user_data, so UCX owns the request memory and we only free the handle in
+// the callback. Operations whose UCX buffers must outlive the call (atomic
+// operands, the control-message wire header) borrow a record from a free list
+// that is refilled in chunks, so steady-state issue does not allocate.
+#include "platform/ucx/ucx_network.hpp"
+
+#include <ucp/api/ucp.h>
+
+#include <array>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <stdexcept>
+#include <string>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+namespace armci::platform {
+namespace {
+
+// AM id used by put_notify; user handlers may not claim it.
+constexpr std::uint8_t kNotifyId = 255;
+
+// Every control message carries the sender's rank in front of the caller's
+// header: UCX's reply endpoint cannot be mapped back to a rank reliably when
+// both sides create endpoints from worker addresses.
+using WireRank = std::int32_t;
+
+// Headers up to this size are copied into the pooled record; larger ones
+// (rare for control messages) go to a heap buffer.
+constexpr std::size_t kInlineHeader = 120;
+
+[[noreturn]] void fail(const char* call, ucs_status_t status) {
+  throw std::runtime_error(std::string("ucx network: ") + call + " failed: " +
+                           ucs_status_string(status));
+}
+
+void check(const char* call, ucs_status_t status) {
+  if (status != UCS_OK) fail(call, status);
+}
+
+void complete(Completion& c, ucs_status_t status) {
+  if (status != UCS_OK) {
+    int expected = 0;
+    c.error.compare_exchange_strong(expected, static_cast<int>(status),
+                                    std::memory_order_relaxed);
+  }
+  c.pending.fetch_sub(1, std::memory_order_release);
+}
+
+// Callback for operations whose user_data is the Completion itself.
+void on_done(void* request, ucs_status_t status, void* user_data) {
+  complete(*static_cast<Completion*>(user_data), status);
+  ucp_request_free(request);
+}
+
+// Accounts for the immediate outcome of an nbx call; a live request is left
+// to its callback.
+void settle(ucs_status_ptr_t st, Completion& c) {
+  if (st == nullptr) {
+    complete(c, UCS_OK);
+  } else if (UCS_PTR_IS_ERR(st)) {
+    complete(c, UCS_PTR_STATUS(st));
+  }
+}
+
+class UcxNetwork;
+
+struct OpRecord {
+  UcxNetwork* owner = nullptr;
+  Completion* completion = nullptr;
+  OpRecord* next_free = nullptr;
+  std::uint64_t operand = 0;
+  std::unique_ptr<std::byte[]> big_header;
+  alignas(8) std::byte header[kInlineHeader];
+};
+
+struct Peer {
+  UcxNetwork* owner = nullptr;
+  int rank = -1;
+  std::vector<std::byte> address;
+  ucp_ep_h ep = nullptr;
+  ucs_status_t failure = UCS_OK;
+};
+
+struct HandlerSlot {
+  UcxNetwork* owner = nullptr;
+  MessageHandler fn;
+};
+
+// A rendezvous message whose data is still being fetched; linked so that the
+// destructor can reclaim those the worker never finished.
+struct RndvReceive {
+  UcxNetwork* owner = nullptr;
+  HandlerSlot* slot = nullptr;
+  int source = -1;
+  std::vector<std::byte> header;
+  std::unique_ptr<std::byte[]> data;
+  std::size_t length = 0;
+  RndvReceive* prev = nullptr;
+  RndvReceive* next = nullptr;
+};
+
+class UcxNetwork final : public Network {
+ public:
+  UcxNetwork(int rank, int size);
+  ~UcxNetwork() override;
+
+  UcxNetwork(const UcxNetwork&) = delete;
+  UcxNetwork& operator=(const UcxNetwork&) = delete;
+
+  const Capabilities& capabilities() const override { return caps_; }
+
+  std::vector<std::byte> local_address() override { return address_; }
+  void set_peer_addresses(std::vector<std::vector<std::byte>> addresses) override;
+
+  MemoryHandle register_memory(void* address, std::size_t length) override;
+  void deregister_memory(MemoryHandle handle) override;
+  std::vector<std::byte> pack_remote_key(MemoryHandle handle) override;
+  RemoteKey unpack_remote_key(int peer, std::span<const std::byte> packed) override;
+  void release_remote_key(RemoteKey key) override;
+
+  void put(int peer, std::span<const LocalSegment> local, std::uint64_t remote_address,
+           RemoteKey key, Completion& completion) override;
+  void get(int peer, std::span<const LocalSegment> local, std::uint64_t remote_address,
+           RemoteKey key, Completion& completion) override;
+  void fetch_add(int peer, std::uint64_t remote_address, RemoteKey key, std::uint64_t value,
+                 std::uint64_t* result, Completion& completion) override;
+  void compare_swap(int peer, std::uint64_t remote_address, RemoteKey key,
+                    std::uint64_t expected, std::uint64_t desired, std::uint64_t* result,
+                    Completion& completion) override;
+  void put_notify(int peer, std::span<const LocalSegment> local, std::uint64_t remote_address,
+                  RemoteKey key, std::uint32_t value, Completion& completion) override;
+  std::uint64_t notifications_received() const override {
+    return notifications_.load(std::memory_order_acquire);
+  }
+
+  void set_message_handler(std::uint8_t id, MessageHandler handler) override;
+  void send_message(int peer, std::uint8_t id, std::span<const std::byte> header,
+                    std::span<const std::byte> payload, Completion& completion) override;
+
+  void order(int peer) override;
+  void flush(int peer, Completion& completion) override;
+  void flush_all(Completion& completion) override;
+
+  std::string error_string(int code) const override {
+    return ucs_status_string(static_cast<ucs_status_t>(code));
+  }
+
+  int progress() override;
+  int wakeup_fd() override;
+  bool arm_wakeup() override;
+
+ private:
+  friend void on_record_done(void*, ucs_status_t, void*);
+  friend void on_rndv_data(void*, ucs_status_t, std::size_t, void*);
+  friend ucs_status_t on_message(void*, const void*, std::size_t, void*, std::size_t,
+                                 const ucp_am_recv_param_t*);
+  friend ucs_status_t on_notify(void*, const void*, std::size_t, void*, std::size_t,
+                                const ucp_am_recv_param_t*);
+  friend void on_peer_error(void*, ucp_ep_h, ucs_status_t);
+
+  void teardown() noexcept;
+  Peer& peer_at(int peer);
+  ucp_ep_h connect(Peer& p);
+  // The endpoint to use, or nullptr after reporting the peer's failure.
+  ucp_ep_h usable_ep(int peer, Completion& completion);
+  void issue_rma(bool is_put, ucp_ep_h ep, std::span<const LocalSegment> local,
+                 std::uint64_t remote_address, RemoteKey key, Completion& completion);
+  void atomic(int peer, ucp_atomic_op_t op, std::uint64_t remote_address, RemoteKey key,
+              std::uint64_t operand, std::uint64_t* result, Completion& completion);
+  void register_am(unsigned id, ucp_am_recv_callback_t cb, void* arg);
+
+  OpRecord* acquire_record(Completion& completion);
+  void release_record(OpRecord* r) noexcept;
+  void settle_record(ucs_status_ptr_t st, OpRecord* r);
+
+  void deliver(HandlerSlot& slot, int source, std::span<const std::byte> header,
+               std::span<const std::byte> payload) noexcept;
+  void link(RndvReceive* r) noexcept;
+  void unlink(RndvReceive* r) noexcept;
+
+  int rank_;
+  int size_;
+  Capabilities caps_;
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  std::vector<std::byte> address_;
+  std::size_t max_am_header_ = 0;
+  int efd_ = -2;  // -2: not asked yet
+  bool detect_failures_ = false;
+
+  std::vector<Peer> peers_;
+  // The Debian UCX build asserts in ucp_cleanup when mappings are still
+  // live, so whatever the core leaves registered is released at teardown.
+  // A multiset: UCX hands out one shared handle for every zero-length mapping.
+  std::unordered_multiset<void*> live_memh_;
+  std::unordered_set<void*> live_rkeys_;
+  std::array<HandlerSlot, 256> slots_;
+  std::atomic<std::uint64_t> notifications_{0};
+
+  std::vector<std::unique_ptr<OpRecord[]>> record_chunks_;
+  OpRecord* free_records_ = nullptr;
+  RndvReceive* rndv_head_ = nullptr;
+
+  // A handler that throws must not unwind through UCX's C frames; its
+  // exception is parked here and rethrown from progress().
+  std::exception_ptr handler_error_;
+};
+
+// ---------------------------------------------------------------------------
+// callbacks
+
+void on_record_done(void* request, ucs_status_t status, void* user_data) {
+  auto* r = static_cast<OpRecord*>(user_data);
+  complete(*r->completion, status);
+  r->owner->release_record(r);
+  ucp_request_free(request);
+}
+
+void on_peer_error(void* arg, ucp_ep_h, ucs_status_t status) {
+  auto* p = static_cast<Peer*>(arg);
+  p->failure = status == UCS_OK ? UCS_ERR_ENDPOINT_TIMEOUT : status;
+}
+
+ucs_status_t on_notify(void* arg, const void*, std::size_t, void*, std::size_t,
+                       const ucp_am_recv_param_t*) {
+  static_cast<UcxNetwork*>(arg)->notifications_.fetch_add(1, std::memory_order_release);
+  return UCS_OK;
+}
+
+void on_rndv_data(void* request, ucs_status_t status, std::size_t, void* user_data) {
+  auto* r = static_cast<RndvReceive*>(user_data);
+  UcxNetwork* self = r->owner;
+  self->unlink(r);
+  // A failed transfer has no Completion to report to on this side; the
+  // sender sees the error on its own request.
+  if (status == UCS_OK) {
+    self->deliver(*r->slot, r->source, r->header, {r->data.get(), r->length});
+  }
+  delete r;
+  if (request != nullptr) ucp_request_free(request);
+}
+
+ucs_status_t on_message(void* arg, const void* header, std::size_t header_length, void* data,
+                        std::size_t length, const ucp_am_recv_param_t* param) {
+  auto* slot = static_cast<HandlerSlot*>(arg);
+  UcxNetwork* self = slot->owner;
+  const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+
+  if (header_length < sizeof(WireRank)) {
+    // Not one of ours; let a rendezvous sender complete instead of hanging.
+    if (rndv) ucp_am_data_release(self->worker_, data);
+    return UCS_OK;
+  }
+  WireRank source;
+  std::memcpy(&source, header, sizeof source);
+  std::span<const std::byte> user_header(static_cast<const std::byte*>(header) + sizeof source,
+                                         header_length - sizeof source);
+
+  if (!rndv) {
+    self->deliver(*slot, source, user_header, {static_cast<const std::byte*>(data), length});
+    return UCS_OK;
+  }
+
+  RndvReceive* r = nullptr;
+  try {
+    r = new RndvReceive;
+    r->header.assign(user_header.begin(), user_header.end());
+    r->data = std::make_unique_for_overwrite<std::byte[]>(length ? length : 1);
+  } catch (...) {
+    delete r;
+    if (!self->handler_error_) self->handler_error_ = std::current_exception();
+    ucp_am_data_release(self->worker_, data);
+    return UCS_OK;
+  }
+  r->owner = self;
+  r->slot = slot;
+  r->source = source;
+  r->length = length;
+
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  p.cb.recv_am = on_rndv_data;
+  p.user_data = r;
+  self->link(r);
+  ucs_status_ptr_t st = ucp_am_recv_data_nbx(self->worker_, data, r->data.get(), length, &p);
+  if (st == nullptr) {
+    on_rndv_data(nullptr, UCS_OK, length, r);
+  } else if (UCS_PTR_IS_ERR(st)) {
+    on_rndv_data(nullptr, UCS_PTR_STATUS(st), 0, r);
+  }
+  return UCS_OK;
+}
+
+// ---------------------------------------------------------------------------
+// construction
+
+UcxNetwork::UcxNetwork(int rank, int size) : rank_(rank), size_(size) {
+  if (size <= 0 || rank < 0 || rank >= size) {
+    throw std::invalid_argument("ucx network: bad rank/size " + std::to_string(rank) + "/" +
+                                std::to_string(size));
+  }
+  caps_.name = "ucx";
+  caps_.max_sge = 1;
+  // ucp exposes no per-endpoint short-put threshold through its public API.
+  caps_.max_inline = 0;
+  // Active messages fall back to rendezvous, so any size goes; this bound only
+  // keeps arithmetic in the core far from overflow.
+  caps_.max_message = std::size_t(1) << 40;
+  caps_.max_outstanding_reads = 0;
+  caps_.atomics_coherent_with_cpu = false;
+  caps_.native_notify = false;
+  for (auto& s : slots_) s.owner = this;
+
+  // UCX 1.13 refuses self/posix/sysv for endpoints that ask for peer-failure
+  // handling, leaving only tcp (or IB) even to this very process. So failure
+  // detection is off unless asked for, and the shared-memory transports that
+  // carry virtual-node traffic on one host can be chosen.
+  if (const char* mode = std::getenv("ARMCI_UCX_ERR_MODE")) {
+    if (std::strcmp(mode, "peer") == 0) {
+      detect_failures_ = true;
+    } else if (std::strcmp(mode, "none") != 0) {
+      throw std::invalid_argument(std::string("ucx network: ARMCI_UCX_ERR_MODE must be "
+                                              "\"peer\" or \"none\", not \"") + mode + "\"");
+    }
+  }
+
+  try {
+    ucp_config_t* config = nullptr;
+    check("ucp_config_read", ucp_config_read(nullptr, nullptr, &config));
+    ucp_params_t params{};
+    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
+                        UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
+    params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+    params.mt_workers_shared = 0;
+    params.estimated_num_eps = static_cast<std::size_t>(size);
+    ucs_status_t st = ucp_init(&params, config, &context_);
+    ucp_config_release(config);
+    check("ucp_init", st);
+
+    ucp_worker_params_t wp{};
+    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wp.thread_mode = UCS_THREAD_MODE_SINGLE;
+    check("ucp_worker_create", ucp_worker_create(context_, &wp, &worker_));
+
+    ucp_worker_attr_t attr{};
+    attr.field_mask = UCP_WORKER_ATTR_FIELD_ADDRESS | UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
+    check("ucp_worker_query", ucp_worker_query(worker_, &attr));
+    const auto* bytes = reinterpret_cast<const std::byte*>(attr.address);
+    address_.assign(bytes, bytes + attr.address_length);
+    ucp_worker_release_address(worker_, attr.address);
+    max_am_header_ = attr.max_am_header;
+
+    register_am(kNotifyId, on_notify, this);
+  } catch (...) {
+    teardown();
+    throw;
+  }
+}
+
+UcxNetwork::~UcxNetwork() { teardown(); }
+
+void UcxNetwork::teardown() noexcept {
+  for (void* k : live_rkeys_) ucp_rkey_destroy(static_cast<ucp_rkey_h>(k));
+  live_rkeys_.clear();
+  if (worker_ != nullptr) {
+    std::vector<void*> closing;
+    for (auto& p : peers_) {
+      if (p.ep == nullptr) continue;
+      ucp_request_param_t prm{};
+      prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+      prm.flags = UCP_EP_CLOSE_FLAG_FORCE;
+      ucs_status_ptr_t st = ucp_ep_close_nbx(p.ep, &prm);
+      p.ep = nullptr;
+      if (st != nullptr && !UCS_PTR_IS_ERR(st)) closing.push_back(st);
+    }
+    for (void* req : closing) {
+      while (ucp_request_check_status(req) == UCS_INPROGRESS) ucp_worker_progress(worker_);
+      ucp_request_free(req);
+    }
+    ucp_worker_destroy(worker_);
+    worker_ = nullptr;
+  }
+  if (context_ != nullptr) {
+    for (void* m : live_memh_) ucp_mem_unmap(context_, static_cast<ucp_mem_h>(m));
+    live_memh_.clear();
+    ucp_cleanup(context_);
+    context_ = nullptr;
+  }
+  while (rndv_head_ != nullptr) {
+    RndvReceive* r = rndv_head_;
+    rndv_head_ = r->next;
+    delete r;
+  }
+}
+
+void UcxNetwork::register_am(unsigned id, ucp_am_recv_callback_t cb, void* arg) {
+  ucp_am_handler_param_t hp{};
+  hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
+                  UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+  hp.id = id;
+  // Handlers are promised the whole payload at once, never fragments.
+  hp.flags = UCP_AM_FLAG_WHOLE_MSG;
+  hp.cb = cb;
+  hp.arg = arg;
+  check("ucp_worker_set_am_recv_handler", ucp_worker_set_am_recv_handler(worker_, &hp));
+}
+
+// ---------------------------------------------------------------------------
+// peers
+
+void UcxNetwork::set_peer_addresses(std::vector<std::vector<std::byte>> addresses) {
+  if (addresses.size() != static_cast<std::size_t>(size_)) {
+    throw std::invalid_argument("ucx network: expected " + std::to_string(size_) +
+                                " peer addresses, got " + std::to_string(addresses.size()));
+  }
+  // Error callbacks hold Peer pointers, so the table cannot be rebuilt once
+  // an endpoint exists.
+  for (const auto& p : peers_) {
+    if (p.ep != nullptr) {
+      throw std::logic_error("ucx network: set_peer_addresses after endpoints were created");
+    }
+  }
+  peers_.clear();
+  peers_.resize(addresses.size());
+  for (std::size_t i = 0; i < addresses.size(); ++i) {
+    peers_[i].owner = this;
+    peers_[i].rank = static_cast<int>(i);
+    peers_[i].address = std::move(addresses[i]);
+  }
+}
+
+Peer& UcxNetwork::peer_at(int peer) {
+  if (peer < 0 || static_cast<std::size_t>(peer) >= peers_.size() ||
+      peers_[peer].address.empty()) {
+    throw std::logic_error("ucx network: no address for peer " + std::to_string(peer));
+  }
+  return peers_[peer];
+}
+
+ucp_ep_h UcxNetwork::connect(Peer& p) {
+  if (p.ep != nullptr) return p.ep;
+  ucp_ep_params_t ep{};
+  ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+  ep.address = reinterpret_cast<const ucp_address_t*>(p.address.data());
+  ep.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+  if (detect_failures_) {
+    ep.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    ep.err_handler.cb = on_peer_error;
+    ep.err_handler.arg = &p;
+  }
+  check("ucp_ep_create", ucp_ep_create(worker_, &ep, &p.ep));
+  return p.ep;
+}
+
+ucp_ep_h UcxNetwork::usable_ep(int peer, Completion& completion) {
+  Peer& p = peer_at(peer);
+  if (p.failure != UCS_OK) [[unlikely]] {
+    completion.pending.fetch_add(1, std::memory_order_relaxed);
+    complete(completion, p.failure);
+    return nullptr;
+  }
+  return p.ep != nullptr ? p.ep : connect(p);
+}
+
+// ---------------------------------------------------------------------------
+// memory
+
+MemoryHandle UcxNetwork::register_memory(void* address, std::size_t length) {
+  ucp_mem_map_params_t mp{};
+  mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+  mp.address = address;
+  mp.length = length;
+  ucp_mem_h memh = nullptr;
+  live_memh_.reserve(live_memh_.size() + 1);  // so the insert below cannot throw
+  check("ucp_mem_map", ucp_mem_map(context_, &mp, &memh));
+  live_memh_.insert(memh);
+  return MemoryHandle{memh};
+}
+
+void UcxNetwork::deregister_memory(MemoryHandle handle) {
+  if (!handle) return;
+  auto it = live_memh_.find(handle.impl);
+  if (it == live_memh_.end()) {
+    throw std::logic_error("ucx network: deregister_memory of an unknown handle");
+  }
+  live_memh_.erase(it);
+  check("ucp_mem_unmap", ucp_mem_unmap(context_, static_cast<ucp_mem_h>(handle.impl)));
+}
+
+std::vector<std::byte> UcxNetwork::pack_remote_key(MemoryHandle handle) {
+  if (!handle) throw std::invalid_argument("ucx network: pack_remote_key of a null handle");
+  void* buffer = nullptr;
+  std::size_t size = 0;
+  check("ucp_rkey_pack",
+        ucp_rkey_pack(context_, static_cast<ucp_mem_h>(handle.impl), &buffer, &size));
+  const auto* b = static_cast<const std::byte*>(buffer);
+  std::vector<std::byte> out(b, b + size);
+  ucp_rkey_buffer_release(buffer);
+  return out;
+}
+
+RemoteKey UcxNetwork::unpack_remote_key(int peer, std::span<const std::byte> packed) {
+  ucp_ep_h ep = connect(peer_at(peer));
+  ucp_rkey_h rkey = nullptr;
+  live_rkeys_.reserve(live_rkeys_.size() + 1);
+  check("ucp_ep_rkey_unpack", ucp_ep_rkey_unpack(ep, packed.data(), &rkey));
+  live_rkeys_.insert(rkey);
+  return RemoteKey{rkey};
+}
+
+void UcxNetwork::release_remote_key(RemoteKey key) {
+  if (!key) return;
+  if (live_rkeys_.erase(key.impl) == 0) {
+    throw std::logic_error("ucx network: release_remote_key of an unknown key");
+  }
+  ucp_rkey_destroy(static_cast<ucp_rkey_h>(key.impl));
+}
+
+// ---------------------------------------------------------------------------
+// pooled records
+
+OpRecord* UcxNetwork::acquire_record(Completion& completion) {
+  if (free_records_ == nullptr) [[unlikely]] {
+    constexpr std::size_t kChunk = 64;
+    auto chunk = std::make_unique<OpRecord[]>(kChunk);
+    for (std::size_t i = 0; i < kChunk; ++i) {
+      chunk[i].owner = this;
+      chunk[i].next_free = free_records_;
+      free_records_ = &chunk[i];
+    }
+    record_chunks_.push_back(std::move(chunk));
+  }
+  OpRecord* r = free_records_;
+  free_records_ = r->next_free;
+  r->completion = &completion;
+  return r;
+}
+
+void UcxNetwork::release_record(OpRecord* r) noexcept {
+  r->big_header.reset();
+  r->completion = nullptr;
+  r->next_free = free_records_;
+  free_records_ = r;
+}
+
+void UcxNetwork::settle_record(ucs_status_ptr_t st, OpRecord* r) {
+  if (st == nullptr) {
+    complete(*r->completion, UCS_OK);
+    release_record(r);
+  } else if (UCS_PTR_IS_ERR(st)) {
+    complete(*r->completion, UCS_PTR_STATUS(st));
+    release_record(r);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// RMA and atomics
+
+void UcxNetwork::issue_rma(bool is_put, ucp_ep_h ep, std::span<const LocalSegment> local,
+                           std::uint64_t remote_address, RemoteKey key, Completion& completion) {
+  auto rkey = static_cast<ucp_rkey_h>(key.impl);
+  ucp_request_param_t prm;
+  prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  prm.cb.send = on_done;
+  prm.user_data = &completion;
+  for (const LocalSegment& s : local) {
+    if (s.length == 0) continue;
+    completion.pending.fetch_add(1, std::memory_order_relaxed);
+    ucs_status_ptr_t st =
+        is_put ? ucp_put_nbx(ep, s.address, s.length, remote_address, rkey, &prm)
+               : ucp_get_nbx(ep, s.address, s.length, remote_address, rkey, &prm);
+    settle(st, completion);
+    remote_address += s.length;
+  }
+}
+
+void UcxNetwork::put(int peer, std::span<const LocalSegment> local, std::uint64_t remote_address,
+                     RemoteKey key, Completion& completion) {
+  if (ucp_ep_h ep = usable_ep(peer, completion)) {
+    issue_rma(true, ep, local, remote_address, key, completion);
+  }
+}
+
+void UcxNetwork::get(int peer, std::span<const LocalSegment> local, std::uint64_t remote_address,
+                     RemoteKey key, Completion& completion) {
+  if (ucp_ep_h ep = usable_ep(peer, completion)) {
+    issue_rma(false, ep, local, remote_address, key, completion);
+  }
+}
+
+void UcxNetwork::atomic(int peer, ucp_atomic_op_t op, std::uint64_t remote_address,
+                        RemoteKey key, std::uint64_t operand, std::uint64_t* result,
+                        Completion& completion) {
+  ucp_ep_h ep = usable_ep(peer, completion);
+  if (ep == nullptr) return;
+  // UCX may read the operand after the call returns, so it lives in a record
+  // rather than on this stack frame.
+  OpRecord* r = acquire_record(completion);
+  r->operand = operand;
+  ucp_request_param_t prm;
+  prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                     UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+  prm.cb.send = on_record_done;
+  prm.user_data = r;
+  prm.datatype = ucp_dt_make_contig(sizeof(std::uint64_t));
+  prm.reply_buffer = result;
+  completion.pending.fetch_add(1, std::memory_order_relaxed);
+  settle_record(ucp_atomic_op_nbx(ep, op, &r->operand, 1, remote_address,
+                                  static_cast<ucp_rkey_h>(key.impl), &prm),
+                r);
+}
+
+void UcxNetwork::fetch_add(int peer, std::uint64_t remote_address, RemoteKey key,
+                           std::uint64_t value, std::uint64_t* result, Completion& completion) {
+  atomic(peer, UCP_ATOMIC_OP_ADD, remote_address, key, value, result, completion);
+}
+
+void UcxNetwork::compare_swap(int peer, std::uint64_t remote_address, RemoteKey key,
+                              std::uint64_t expected, std::uint64_t desired,
+                              std::uint64_t* result, Completion& completion) {
+  // UCX CSWAP: the operand buffer is the compare value; reply_buffer carries
+  // the swap value in and the old remote value out.
+  *result = desired;
+  atomic(peer, UCP_ATOMIC_OP_CSWAP, remote_address, key, expected, result, completion);
+}
+
+void UcxNetwork::put_notify(int peer, std::span<const LocalSegment> local,
+                            std::uint64_t remote_address, RemoteKey key, std::uint32_t,
+                            Completion& completion) {
+  ucp_ep_h ep = usable_ep(peer, completion);
+  if (ep == nullptr) return;
+  issue_rma(true, ep, local, remote_address, key, completion);
+  // The notification must not overtake the data at the target.
+  check("ucp_worker_fence", ucp_worker_fence(worker_));
+  // The target only counts notifications, so the message is empty and needs
+  // no buffer that outlives this call.
+  ucp_request_param_t prm;
+  prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  prm.cb.send = on_done;
+  prm.user_data = &completion;
+  completion.pending.fetch_add(1, std::memory_order_relaxed);
+  settle(ucp_am_send_nbx(ep, kNotifyId, nullptr, 0, nullptr, 0, &prm), completion);
+}
+
+// ---------------------------------------------------------------------------
+// control messages
+
+void UcxNetwork::set_message_handler(std::uint8_t id, MessageHandler handler) {
+  if (id == kNotifyId) {
+    throw std::invalid_argument("ucx network: message id 255 is reserved");
+  }
+  HandlerSlot& slot = slots_[id];
+  slot.fn = std::move(handler);
+  // Without a handler UCX drops the message, which beats calling an empty
+  // std::function.
+  register_am(id, slot.fn ? on_message : nullptr, slot.fn ? &slot : nullptr);
+}
+
+void UcxNetwork::send_message(int peer, std::uint8_t id, std::span<const std::byte> header,
+                              std::span<const std::byte> payload, Completion& completion) {
+  const std::size_t wire_len = sizeof(WireRank) + header.size();
+  if (wire_len > max_am_header_) {
+    throw std::length_error("ucx network: message header of " + std::to_string(header.size()) +
+                            " bytes exceeds the UCX limit");
+  }
+  ucp_ep_h ep = usable_ep(peer, completion);
+  if (ep == nullptr) return;
+
+  // UCX 1.13 may still read the header after the call returns (no
+  // COPY_HEADER flag yet), and it has the rank prepended, so it is built in
+  // a record that lives until completion.
+  OpRecord* r = acquire_record(completion);
+  std::byte* wire = r->header;
+  if (wire_len > kInlineHeader) [[unlikely]] {
+    r->big_header = std::make_unique<std::byte[]>(wire_len);
+    wire = r->big_header.get();
+  }
+  const WireRank me = rank_;
+  std::memcpy(wire, &me, sizeof me);
+  if (!header.empty()) std::memcpy(wire + sizeof me, header.data(), header.size());
+
+  ucp_request_param_t prm;
+  prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  prm.cb.send = on_record_done;
+  prm.user_data = r;
+  completion.pending.fetch_add(1, std::memory_order_relaxed);
+  settle_record(ucp_am_send_nbx(ep, id, wire, wire_len, payload.data(), payload.size(), &prm), r);
+}
+
+void UcxNetwork::deliver(HandlerSlot& slot, int source, std::span<const std::byte> header,
+                         std::span<const std::byte> payload) noexcept {
+  if (!slot.fn) return;
+  try {
+    slot.fn(source, header, payload);
+  } catch (...) {
+    if (!handler_error_) handler_error_ = std::current_exception();
+  }
+}
+
+void UcxNetwork::link(RndvReceive* r) noexcept {
+  r->prev = nullptr;
+  r->next = rndv_head_;
+  if (rndv_head_ != nullptr) rndv_head_->prev = r;
+  rndv_head_ = r;
+}
+
+void UcxNetwork::unlink(RndvReceive* r) noexcept {
+  if (r->prev != nullptr) r->prev->next = r->next;
+  else rndv_head_ = r->next;
+  if (r->next != nullptr) r->next->prev = r->prev;
+  r->prev = r->next = nullptr;
+}
+
+// ---------------------------------------------------------------------------
+// ordering, flushing, progress
+
+void UcxNetwork::order(int peer) {
+  peer_at(peer);
+  // ucp has no per-endpoint fence; the worker-wide one is a superset.
+  check("ucp_worker_fence", ucp_worker_fence(worker_));
+}
+
+void UcxNetwork::flush(int peer, Completion& completion) {
+  Peer& p = peer_at(peer);
+  if (p.ep == nullptr) return;  // nothing was ever issued to it
+  if (p.failure != UCS_OK) {
+    completion.pending.fetch_add(1, std::memory_order_relaxed);
+    complete(completion, p.failure);
+    return;
+  }
+  ucp_request_param_t prm;
+  prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  prm.cb.send = on_done;
+  prm.user_data = &completion;
+  completion.pending.fetch_add(1, std::memory_order_relaxed);
+  settle(ucp_ep_flush_nbx(p.ep, &prm), completion);
+}
+
+void UcxNetwork::flush_all(Completion& completion) {
+  ucp_request_param_t prm;
+  prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  prm.cb.send = on_done;
+  prm.user_data = &completion;
+  completion.pending.fetch_add(1, std::memory_order_relaxed);
+  settle(ucp_worker_flush_nbx(worker_, &prm), completion);
+}
+
+int UcxNetwork::progress() {
+  int n = static_cast<int>(ucp_worker_progress(worker_));
+  if (handler_error_) [[unlikely]] {
+    std::exception_ptr e = std::exchange(handler_error_, nullptr);
+    std::rethrow_exception(e);
+  }
+  return n;
+}
+
+int UcxNetwork::wakeup_fd() {
+  if (efd_ == -2) {
+    int fd = -1;
+    efd_ = ucp_worker_get_efd(worker_, &fd) == UCS_OK ? fd : -1;
+  }
+  return efd_;
+}
+
+bool UcxNetwork::arm_wakeup() {
+  ucs_status_t st = ucp_worker_arm(worker_);
+  if (st == UCS_ERR_BUSY) return false;
+  check("ucp_worker_arm", st);
+  return true;
+}
+
+}  // namespace
+
+std::unique_ptr<Network> make_ucx_network(int rank, int size) {
+  return std::make_unique<UcxNetwork>(rank, size);
+}
+
+}  // namespace armci::platform

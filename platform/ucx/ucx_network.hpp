@@ -1,0 +1,13 @@
+// UCX (ucp) implementation of platform::Network.
+#pragma once
+
+#include <memory>
+
+#include "platform/network.hpp"
+
+namespace armci::platform {
+
+// rank/size are this process's place in the job; peers are addressed by rank.
+std::unique_ptr<Network> make_ucx_network(int rank, int size);
+
+}  // namespace armci::platform

@@ -1,0 +1,434 @@
+// The C entry points: check arguments, translate ARMCI's types, call the core.
+#include <cstdlib>
+#include <cstring>
+
+#include "include/armci.h"
+#include "src/core/acc.hpp"
+#include "src/core/error.hpp"
+#include "src/core/runtime.hpp"
+
+using armci::fail;
+using armci::PeerKind;
+using armci::Runtime;
+using armci::platform::Completion;
+
+static_assert(sizeof(armci_hdl_t) == 8, "armci_hdl_t must stay 8 bytes (ARMCI-MPI layout)");
+static_assert(sizeof(armci_giov_t) == 24, "armci_giov_t must keep ARMCI-MPI's layout");
+static_assert(sizeof(armci_size_t) == sizeof(long), "armci_size_t is long in ARMCI-MPI");
+
+namespace {
+
+// ---------------------------------------------------------------- checks
+
+Runtime& runtime(const char* call) {
+  Runtime* r = Runtime::get();
+  if (r == nullptr) [[unlikely]] {
+    if (armci::error_rank() < 0) {
+      // Before start-up the launcher's environment still says who we are.
+      for (const char* name : {"PMIX_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"})
+        if (const char* v = std::getenv(name)) {
+          armci::set_error_rank(std::atoi(v));
+          break;
+        }
+    }
+    fail(call, "the library is not initialised (call ARMCI_Init first)");
+  }
+  return *r;
+}
+
+inline void check_proc(const char* call, const Runtime& r, int proc) {
+  if (proc < 0 || proc >= r.size()) [[unlikely]]
+    fail(call, "argument 'proc' (%d) is out of range [0, %d)", proc, r.size());
+}
+
+inline void check_bytes(const char* call, int bytes) {
+  if (bytes < 0) [[unlikely]] fail(call, "argument 'bytes' (%d) is negative", bytes);
+}
+
+inline void check_pointer(const char* call, const char* name, const void* p, int bytes) {
+  if (p == nullptr && bytes > 0) [[unlikely]] fail(call, "argument '%s' is NULL", name);
+}
+
+void check_acc(const char* call, int datatype, const void* scale, int bytes) {
+  const std::size_t element = armci::acc_element_size(datatype);
+  if (element == 0)
+    fail(call, "argument 'datatype' (%d) is not an ARMCI Acc type (ARMCI_INT, ARMCI_LONG, "
+               "ARMCI_FLOAT, ARMCI_DOUBLE, ARMCI_SCPL, ARMCI_DCPL)", datatype);
+  if (scale == nullptr) fail(call, "argument 'scale' is NULL");
+  if (static_cast<std::size_t>(bytes) % element != 0)
+    fail(call, "argument 'bytes' (%d) is not a whole number of %zu-byte elements", bytes, element);
+}
+
+// ---------------------------------------------------------------- handles
+
+// tag = marker (8 bits) | aggregate (1 bit) | generation (23 bits).
+constexpr unsigned kMarker = 0x5Au;
+constexpr unsigned kAggregateBit = 1u << 23;
+constexpr unsigned kGenerationMask = Runtime::Requests::kGenerationMask;
+
+inline unsigned tag_bits(const armci_hdl_t* h) { return static_cast<unsigned>(h->tag); }
+
+inline void check_handle(const char* call, const armci_hdl_t* h) {
+  if ((tag_bits(h) >> 24) != kMarker || h->request < -1) [[unlikely]]
+    fail(call, "argument 'handle' (%p) was not initialised with ARMCI_INIT_HANDLE", static_cast<const void*>(h));
+}
+
+inline bool is_aggregate(const armci_hdl_t* h) { return tag_bits(h) & kAggregateBit; }
+
+inline void set_handle(armci_hdl_t* h, int request, unsigned generation) {
+  h->request = request;
+  h->tag = static_cast<int>((kMarker << 24) | (tag_bits(h) & kAggregateBit) | (generation & kGenerationMask));
+}
+
+Runtime::Requests::Id handle_id(const armci_hdl_t* h) {
+  return {static_cast<std::uint32_t>(h->request), tag_bits(h) & kGenerationMask};
+}
+
+// Waits for whatever the handle still holds and empties it.
+void complete_handle(const char* call, Runtime& r, armci_hdl_t* h) {
+  if (h->request < 0) return;
+  const auto id = handle_id(h);
+  if (auto* request = r.requests().find(id)) {
+    r.wait(call, request->completion);
+    r.requests().release(id);
+  }
+  set_handle(h, -1, 0);
+}
+
+// Runs one nonblocking operation with the completion its handle calls for.
+template <typename Start>
+int nonblocking(const char* call, Runtime& r, int proc, armci_hdl_t* handle, Start start) {
+  if (handle == nullptr) {
+    start(r.implicit_completion(proc));
+    return 0;
+  }
+  check_handle(call, handle);
+  if (r.peer_kind(proc) != PeerKind::network && handle->request < 0) {
+    // Same-node transfers are finished when start() returns: no slot needed.
+    Completion done;
+    start(done);
+    return 0;
+  }
+  Runtime::Requests::Id id{};
+  Completion* completion = nullptr;
+  if (handle->request >= 0) {
+    if (auto* request = r.requests().find(handle_id(handle)); request && is_aggregate(handle)) {
+      id = handle_id(handle);
+      completion = &request->completion;  // aggregate: more operations on one request
+    } else {
+      complete_handle(call, r, handle);  // reuse before wait: finish the old one first
+    }
+  }
+  if (completion == nullptr) {
+    id = r.requests().acquire();
+    auto* request = r.requests().find(id);
+    request->peer = proc;
+    completion = &request->completion;
+    set_handle(handle, static_cast<int>(id.index), id.generation);
+  }
+  start(*completion);
+  if (r.test(call, *completion)) {
+    r.requests().release(id);
+    set_handle(handle, -1, 0);
+  }
+  return 0;
+}
+
+}  // namespace
+
+extern "C" {
+
+// ---------------------------------------------------------------- start-up
+
+int ARMCI_Init(void) {
+  if (Runtime::get() == nullptr) Runtime::initialize();
+  return 0;
+}
+
+int ARMCI_Init_args(int* argc, char*** argv) { return ARMCI_Init(); }
+
+int ARMCI_Initialized(void) { return Runtime::get() != nullptr; }
+
+int ARMCI_Finalize(void) {
+  runtime("ARMCI_Finalize");
+  Runtime::finalize();
+  return 0;
+}
+
+void ARMCI_Cleanup(void) {
+  if (Runtime* r = Runtime::get()) r->cleanup_names();
+}
+
+void ARMCI_Error(const char* msg, int code) {
+  fail("ARMCI_Error", "%s (code %d)", msg ? msg : "(no message)", code);
+}
+
+// ---------------------------------------------------------------- memory
+
+int ARMCI_Malloc(void** base_ptrs, armci_size_t bytes) {
+  Runtime& r = runtime("ARMCI_Malloc");
+  if (base_ptrs == nullptr) fail("ARMCI_Malloc", "argument 'base_ptrs' is NULL");
+  if (bytes < 0) fail("ARMCI_Malloc", "argument 'bytes' (%ld) is negative", bytes);
+  auto bases = r.allocate("ARMCI_Malloc", static_cast<std::size_t>(bytes));
+  std::memcpy(base_ptrs, bases.data(), bases.size() * sizeof(void*));
+  return 0;
+}
+
+int ARMCI_Free(void* ptr) {
+  runtime("ARMCI_Free").release("ARMCI_Free", ptr);
+  return 0;
+}
+
+void* ARMCI_Malloc_local(armci_size_t bytes) {
+  runtime("ARMCI_Malloc_local");
+  if (bytes < 0) fail("ARMCI_Malloc_local", "argument 'bytes' (%ld) is negative", bytes);
+  void* p = nullptr;
+  // Cache-line alignment keeps small transfers from straddling lines.
+  if (posix_memalign(&p, 64, bytes > 0 ? static_cast<std::size_t>(bytes) : 1) != 0)
+    fail("ARMCI_Malloc_local", "out of memory for %ld bytes", bytes);
+  return p;
+}
+
+int ARMCI_Free_local(void* ptr) {
+  runtime("ARMCI_Free_local");
+  std::free(ptr);
+  return 0;
+}
+
+// ---------------------------------------------------------------- transfers
+
+int ARMCI_Put(void* src, void* dst, int bytes, int proc) {
+  Runtime& r = runtime("ARMCI_Put");
+  check_proc("ARMCI_Put", r, proc);
+  check_bytes("ARMCI_Put", bytes);
+  check_pointer("ARMCI_Put", "src", src, bytes);
+  check_pointer("ARMCI_Put", "dst", dst, bytes);
+  Completion done;
+  r.start_put("ARMCI_Put", src, dst, static_cast<std::size_t>(bytes), proc, done);
+  if (!done.done()) r.wait("ARMCI_Put", done);
+  return 0;
+}
+
+int ARMCI_Get(void* src, void* dst, int bytes, int proc) {
+  Runtime& r = runtime("ARMCI_Get");
+  check_proc("ARMCI_Get", r, proc);
+  check_bytes("ARMCI_Get", bytes);
+  check_pointer("ARMCI_Get", "src", src, bytes);
+  check_pointer("ARMCI_Get", "dst", dst, bytes);
+  Completion done;
+  r.start_get("ARMCI_Get", src, dst, static_cast<std::size_t>(bytes), proc, done);
+  if (!done.done()) r.wait("ARMCI_Get", done);
+  return 0;
+}
+
+int ARMCI_Acc(int datatype, void* scale, void* src, void* dst, int bytes, int proc) {
+  Runtime& r = runtime("ARMCI_Acc");
+  check_proc("ARMCI_Acc", r, proc);
+  check_bytes("ARMCI_Acc", bytes);
+  check_pointer("ARMCI_Acc", "src", src, bytes);
+  check_pointer("ARMCI_Acc", "dst", dst, bytes);
+  check_acc("ARMCI_Acc", datatype, scale, bytes);
+  Completion done;
+  r.start_acc("ARMCI_Acc", datatype, armci::make_acc_scale(datatype, scale), src, dst,
+              static_cast<std::size_t>(bytes), proc, done);
+  if (!done.done()) r.wait("ARMCI_Acc", done);
+  return 0;
+}
+
+void ARMCI_INIT_HANDLE(armci_hdl_t* handle) {
+  if (handle == nullptr) fail("ARMCI_INIT_HANDLE", "argument 'handle' is NULL");
+  handle->request = -1;
+  handle->tag = static_cast<int>(kMarker << 24);
+}
+
+void ARMCI_SET_AGGREGATE_HANDLE(armci_hdl_t* handle) {
+  if (handle == nullptr) fail("ARMCI_SET_AGGREGATE_HANDLE", "argument 'handle' is NULL");
+  check_handle("ARMCI_SET_AGGREGATE_HANDLE", handle);
+  handle->tag = static_cast<int>(tag_bits(handle) | kAggregateBit);
+}
+
+void ARMCI_UNSET_AGGREGATE_HANDLE(armci_hdl_t* handle) {
+  if (handle == nullptr) fail("ARMCI_UNSET_AGGREGATE_HANDLE", "argument 'handle' is NULL");
+  check_handle("ARMCI_UNSET_AGGREGATE_HANDLE", handle);
+  handle->tag = static_cast<int>(tag_bits(handle) & ~kAggregateBit);
+}
+
+int ARMCI_NbPut(void* src, void* dst, int bytes, int proc, armci_hdl_t* handle) {
+  Runtime& r = runtime("ARMCI_NbPut");
+  check_proc("ARMCI_NbPut", r, proc);
+  check_bytes("ARMCI_NbPut", bytes);
+  check_pointer("ARMCI_NbPut", "src", src, bytes);
+  check_pointer("ARMCI_NbPut", "dst", dst, bytes);
+  return nonblocking("ARMCI_NbPut", r, proc, handle, [&](Completion& c) {
+    r.start_put("ARMCI_NbPut", src, dst, static_cast<std::size_t>(bytes), proc, c);
+  });
+}
+
+int ARMCI_NbGet(void* src, void* dst, int bytes, int proc, armci_hdl_t* handle) {
+  Runtime& r = runtime("ARMCI_NbGet");
+  check_proc("ARMCI_NbGet", r, proc);
+  check_bytes("ARMCI_NbGet", bytes);
+  check_pointer("ARMCI_NbGet", "src", src, bytes);
+  check_pointer("ARMCI_NbGet", "dst", dst, bytes);
+  return nonblocking("ARMCI_NbGet", r, proc, handle, [&](Completion& c) {
+    r.start_get("ARMCI_NbGet", src, dst, static_cast<std::size_t>(bytes), proc, c);
+  });
+}
+
+int ARMCI_NbAcc(int datatype, void* scale, void* src, void* dst, int bytes, int proc, armci_hdl_t* handle) {
+  Runtime& r = runtime("ARMCI_NbAcc");
+  check_proc("ARMCI_NbAcc", r, proc);
+  check_bytes("ARMCI_NbAcc", bytes);
+  check_pointer("ARMCI_NbAcc", "src", src, bytes);
+  check_pointer("ARMCI_NbAcc", "dst", dst, bytes);
+  check_acc("ARMCI_NbAcc", datatype, scale, bytes);
+  const auto factor = armci::make_acc_scale(datatype, scale);
+  return nonblocking("ARMCI_NbAcc", r, proc, handle, [&](Completion& c) {
+    r.start_acc("ARMCI_NbAcc", datatype, factor, src, dst, static_cast<std::size_t>(bytes), proc, c);
+  });
+}
+
+int ARMCI_Wait(armci_hdl_t* handle) {
+  Runtime& r = runtime("ARMCI_Wait");
+  if (handle == nullptr) fail("ARMCI_Wait", "argument 'handle' is NULL");
+  check_handle("ARMCI_Wait", handle);
+  complete_handle("ARMCI_Wait", r, handle);
+  return 0;
+}
+
+int ARMCI_Test(armci_hdl_t* handle) {
+  Runtime& r = runtime("ARMCI_Test");
+  if (handle == nullptr) fail("ARMCI_Test", "argument 'handle' is NULL");
+  check_handle("ARMCI_Test", handle);
+  if (handle->request < 0) return 0;
+  const auto id = handle_id(handle);
+  auto* request = r.requests().find(id);
+  if (request != nullptr && !r.test("ARMCI_Test", request->completion)) return 1;
+  if (request != nullptr) r.requests().release(id);
+  set_handle(handle, -1, 0);
+  return 0;
+}
+
+int ARMCI_WaitProc(int proc) {
+  Runtime& r = runtime("ARMCI_WaitProc");
+  check_proc("ARMCI_WaitProc", r, proc);
+  r.wait_proc(proc);
+  return 0;
+}
+
+int ARMCI_WaitAll(void) {
+  runtime("ARMCI_WaitAll").wait_all();
+  return 0;
+}
+
+void ARMCI_Fence(int proc) {
+  Runtime& r = runtime("ARMCI_Fence");
+  check_proc("ARMCI_Fence", r, proc);
+  r.fence(proc);
+}
+
+void ARMCI_AllFence(void) { runtime("ARMCI_AllFence").all_fence(); }
+
+void ARMCI_Barrier(void) { runtime("ARMCI_Barrier").barrier(); }
+
+// ---------------------------------------------------------------- values
+
+#define ARMCI_VALUE_CALLS(Suffix, Type)                                                     \
+  int ARMCI_PutValue##Suffix(Type src, void* dst, int proc) {                               \
+    Runtime& r = runtime("ARMCI_PutValue" #Suffix);                                         \
+    check_proc("ARMCI_PutValue" #Suffix, r, proc);                                          \
+    check_pointer("ARMCI_PutValue" #Suffix, "dst", dst, 1);                                 \
+    Completion done;                                                                        \
+    r.start_put("ARMCI_PutValue" #Suffix, &src, dst, sizeof(Type), proc, done);             \
+    if (!done.done()) r.wait("ARMCI_PutValue" #Suffix, done);                               \
+    return 0;                                                                               \
+  }                                                                                         \
+  /* The value lives on this stack frame, so the put is complete locally  */                \
+  /* before the call returns: the handle is left with nothing to wait for. */               \
+  int ARMCI_NbPutValue##Suffix(Type src, void* dst, int proc, armci_hdl_t* handle) {        \
+    Runtime& r = runtime("ARMCI_NbPutValue" #Suffix);                                       \
+    if (handle != nullptr) {                                                                \
+      check_handle("ARMCI_NbPutValue" #Suffix, handle);                                     \
+      if (!is_aggregate(handle)) complete_handle("ARMCI_NbPutValue" #Suffix, r, handle);    \
+    }                                                                                       \
+    return ARMCI_PutValue##Suffix(src, dst, proc);                                          \
+  }                                                                                         \
+  Type ARMCI_GetValue##Suffix(void* src, int proc) {                                        \
+    Runtime& r = runtime("ARMCI_GetValue" #Suffix);                                         \
+    check_proc("ARMCI_GetValue" #Suffix, r, proc);                                          \
+    check_pointer("ARMCI_GetValue" #Suffix, "src", src, 1);                                 \
+    Type value{};                                                                           \
+    Completion done;                                                                        \
+    r.start_get("ARMCI_GetValue" #Suffix, src, &value, sizeof(Type), proc, done);           \
+    if (!done.done()) r.wait("ARMCI_GetValue" #Suffix, done);                               \
+    return value;                                                                           \
+  }
+
+ARMCI_VALUE_CALLS(Int, int)
+ARMCI_VALUE_CALLS(Long, long)
+ARMCI_VALUE_CALLS(Float, float)
+ARMCI_VALUE_CALLS(Double, double)
+#undef ARMCI_VALUE_CALLS
+
+// ---------------------------------------------------------------- topology
+
+static Runtime& domain_runtime(const char* call, armci_domain_t domain) {
+  Runtime& r = runtime(call);
+  if (domain != ARMCI_DOMAIN_SMP) fail(call, "argument 'domain' (%d) is not ARMCI_DOMAIN_SMP", domain);
+  return r;
+}
+
+static void check_node(const char* call, const Runtime& r, int id) {
+  if (id < 0 || id >= r.node_count())
+    fail(call, "argument 'id' (%d) is out of range [0, %d)", id, r.node_count());
+}
+
+int armci_domain_nprocs(armci_domain_t domain, int id) {
+  Runtime& r = domain_runtime("armci_domain_nprocs", domain);
+  check_node("armci_domain_nprocs", r, id);
+  return static_cast<int>(r.node_members(id).size());
+}
+
+int armci_domain_id(armci_domain_t domain, int glob_proc_id) {
+  Runtime& r = domain_runtime("armci_domain_id", domain);
+  if (glob_proc_id < 0 || glob_proc_id >= r.size())
+    fail("armci_domain_id", "argument 'glob_proc_id' (%d) is out of range [0, %d)", glob_proc_id, r.size());
+  return r.node_of(glob_proc_id);
+}
+
+int armci_domain_glob_proc_id(armci_domain_t domain, int id, int loc_proc_id) {
+  Runtime& r = domain_runtime("armci_domain_glob_proc_id", domain);
+  check_node("armci_domain_glob_proc_id", r, id);
+  const auto& members = r.node_members(id);
+  if (loc_proc_id < 0 || static_cast<std::size_t>(loc_proc_id) >= members.size())
+    fail("armci_domain_glob_proc_id", "argument 'loc_proc_id' (%d) is out of range [0, %zu)", loc_proc_id,
+         members.size());
+  return members[static_cast<std::size_t>(loc_proc_id)];
+}
+
+int armci_domain_my_id(armci_domain_t domain) {
+  Runtime& r = domain_runtime("armci_domain_my_id", domain);
+  return r.node_of(r.rank());
+}
+
+int armci_domain_count(armci_domain_t domain) { return domain_runtime("armci_domain_count", domain).node_count(); }
+
+int armci_domain_same_id(armci_domain_t domain, int proc) {
+  Runtime& r = domain_runtime("armci_domain_same_id", domain);
+  check_proc("armci_domain_same_id", r, proc);
+  return r.node_of(proc) == r.node_of(r.rank());
+}
+
+int ARMCI_Same_node(int proc) {
+  Runtime& r = runtime("ARMCI_Same_node");
+  check_proc("ARMCI_Same_node", r, proc);
+  return r.node_of(proc) == r.node_of(r.rank());
+}
+
+int ARMCI_Uses_shm(void) { return runtime("ARMCI_Uses_shm").settings().shared_memory ? 1 : 0; }
+
+int armci_msg_me(void) { return runtime("armci_msg_me").rank(); }
+int armci_msg_nproc(void) { return runtime("armci_msg_nproc").size(); }
+void armci_msg_barrier(void) { runtime("armci_msg_barrier").barrier(); }
+
+}  // extern "C"

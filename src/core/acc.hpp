@@ -1,0 +1,72 @@
+// Accumulate kernels: dst[i] += scale * src[i] for ARMCI's data types.
+#pragma once
+
+#include <complex>
+#include <cstddef>
+#include <cstring>
+
+#include "include/armci.h"
+
+namespace armci {
+
+// Size of one element of an ARMCI Acc data type; 0 for an unknown type.
+constexpr std::size_t acc_element_size(int datatype) {
+  switch (datatype) {
+    case ARMCI_ACC_INT: return sizeof(int);
+    case ARMCI_ACC_LNG: return sizeof(long);
+    case ARMCI_ACC_FLT: return sizeof(float);
+    case ARMCI_ACC_DBL: return sizeof(double);
+    case ARMCI_ACC_CPL: return 2 * sizeof(float);
+    case ARMCI_ACC_DCP: return 2 * sizeof(double);
+    default: return 0;
+  }
+}
+
+// The scale as bytes of the type's width, so it can travel in a message.
+struct AccScale {
+  alignas(16) unsigned char bytes[16] = {};
+};
+
+inline AccScale make_acc_scale(int datatype, const void* scale) {
+  AccScale s;
+  std::memcpy(s.bytes, scale, acc_element_size(datatype));
+  return s;
+}
+
+namespace detail {
+// Element-wise through memcpy so unaligned user buffers are fine; the
+// compiler turns these into plain loads and stores.
+template <typename T>
+void accumulate_typed(void* dst, const void* src, std::size_t count, const AccScale& scale) {
+  T factor;
+  std::memcpy(&factor, scale.bytes, sizeof(T));
+  auto* d = static_cast<unsigned char*>(dst);
+  auto* s = static_cast<const unsigned char*>(src);
+  const bool unit = factor == T(1);
+  for (std::size_t i = 0; i < count; ++i) {
+    T a, b;
+    std::memcpy(&a, d + i * sizeof(T), sizeof(T));
+    std::memcpy(&b, s + i * sizeof(T), sizeof(T));
+    a = unit ? a + b : a + factor * b;
+    std::memcpy(d + i * sizeof(T), &a, sizeof(T));
+  }
+}
+}  // namespace detail
+
+// bytes must be a whole number of elements of a known type (the caller
+// checks, so the message can name the call).
+inline void accumulate(int datatype, const AccScale& scale, void* dst, const void* src,
+                       std::size_t bytes) {
+  const std::size_t count = bytes / acc_element_size(datatype);
+  switch (datatype) {
+    case ARMCI_ACC_INT: detail::accumulate_typed<int>(dst, src, count, scale); break;
+    case ARMCI_ACC_LNG: detail::accumulate_typed<long>(dst, src, count, scale); break;
+    case ARMCI_ACC_FLT: detail::accumulate_typed<float>(dst, src, count, scale); break;
+    case ARMCI_ACC_DBL: detail::accumulate_typed<double>(dst, src, count, scale); break;
+    case ARMCI_ACC_CPL: detail::accumulate_typed<std::complex<float>>(dst, src, count, scale); break;
+    case ARMCI_ACC_DCP: detail::accumulate_typed<std::complex<double>>(dst, src, count, scale); break;
+    default: break;
+  }
+}
+
+}  // namespace armci

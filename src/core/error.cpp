@@ -1,0 +1,38 @@
+#include "src/core/error.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+
+namespace armci {
+namespace {
+std::atomic<int> g_rank{-1};
+std::atomic<void (*)()> g_cleanup{nullptr};
+}  // namespace
+
+void set_error_rank(int rank) { g_rank.store(rank); }
+int error_rank() { return g_rank.load(); }
+void set_cleanup_hook(void (*hook)()) { g_cleanup.store(hook); }
+
+void terminate_job(int code) {
+  if (auto hook = g_cleanup.exchange(nullptr)) hook();
+  std::fflush(stdout);
+  std::fflush(stderr);
+  // _exit: atexit handlers of a half-initialised runtime (MPI, UCX) may hang;
+  // the launcher sees the non-zero status and ends the other ranks.
+  _exit(code == 0 ? 1 : (code & 0xff ? code & 0xff : 1));
+}
+
+void fail(const char* call, const char* format, ...) {
+  char text[1024];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(text, sizeof text, format, args);
+  va_end(args);
+  std::fprintf(stderr, "armci: rank %d: %s: %s\n", g_rank.load(), call, text);
+  terminate_job(1);
+}
+
+}  // namespace armci

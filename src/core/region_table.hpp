@@ -1,0 +1,78 @@
+// Maps (rank, remote address) to the ARMCI_Malloc region that holds it:
+// every operation looks up its target range here, so a bad address is caught
+// before anything moves.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "platform/network.hpp"
+
+namespace armci {
+
+struct Region {
+  std::uintptr_t base = 0;       // address in the owner's address space
+  std::size_t size = 0;
+  std::byte* local = nullptr;    // this process's mapping, when it has one
+  platform::RemoteKey key{};     // the owner's registration, for network peers
+  std::uint64_t allocation = 0;  // which collective allocation it belongs to
+
+  bool contains(std::uintptr_t address, std::size_t length) const {
+    return address >= base && address - base <= size && length <= size - (address - base);
+  }
+};
+
+class RegionTable {
+ public:
+  explicit RegionTable(int ranks = 0) : by_rank_(static_cast<std::size_t>(ranks)) {}
+
+  void resize(int ranks) { by_rank_.assign(static_cast<std::size_t>(ranks), {}); }
+
+  // Regions of one rank never overlap (they are that rank's live memory).
+  void insert(int rank, const Region& region) {
+    auto& list = by_rank_[static_cast<std::size_t>(rank)].regions;
+    auto at = std::lower_bound(list.begin(), list.end(), region.base,
+                               [](const Region& r, std::uintptr_t b) { return r.base < b; });
+    list.insert(at, region);
+    by_rank_[static_cast<std::size_t>(rank)].last = 0;
+  }
+
+  bool erase(int rank, std::uintptr_t base) {
+    auto& entry = by_rank_[static_cast<std::size_t>(rank)];
+    auto at = std::lower_bound(entry.regions.begin(), entry.regions.end(), base,
+                               [](const Region& r, std::uintptr_t b) { return r.base < b; });
+    if (at == entry.regions.end() || at->base != base) return false;
+    entry.regions.erase(at);
+    entry.last = 0;
+    return true;
+  }
+
+  // The region of `rank` that holds all of [address, address + length), or
+  // nullptr. O(1) when the same region as last time, O(log n) otherwise.
+  const Region* find(int rank, std::uintptr_t address, std::size_t length) const {
+    const auto& entry = by_rank_[static_cast<std::size_t>(rank)];
+    const auto& list = entry.regions;
+    if (entry.last < list.size() && list[entry.last].contains(address, length))
+      return &list[entry.last];
+    auto after = std::upper_bound(list.begin(), list.end(), address,
+                                  [](std::uintptr_t a, const Region& r) { return a < r.base; });
+    if (after == list.begin()) return nullptr;
+    const Region& candidate = *(after - 1);
+    if (!candidate.contains(address, length)) return nullptr;
+    entry.last = static_cast<std::size_t>(&candidate - list.data());
+    return &candidate;
+  }
+
+  std::size_t count(int rank) const { return by_rank_[static_cast<std::size_t>(rank)].regions.size(); }
+
+ private:
+  struct PerRank {
+    std::vector<Region> regions;
+    mutable std::size_t last = 0;  // the region the previous lookup found
+  };
+  std::vector<PerRank> by_rank_;
+};
+
+}  // namespace armci

@@ -1,0 +1,662 @@
+#include "src/core/runtime.hpp"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <stdexcept>
+
+#include "config.h"
+#include "src/core/copy.hpp"
+#include "src/core/error.hpp"
+#ifdef ARMCI_HAVE_UCX
+#include "platform/ucx/ucx_network.hpp"
+#endif
+
+namespace armci {
+
+Runtime* Runtime::instance_ = nullptr;
+
+namespace {
+
+constexpr std::uint8_t kAccMessage = 1;
+constexpr std::uint8_t kAccAckMessage = 2;
+
+struct AccHeader {
+  std::uint64_t address;
+  std::uint64_t token;  // the origin's Completion, handed back in the ack
+  std::uint64_t bytes;
+  std::int32_t datatype;
+  std::int32_t reserved;
+  AccScale scale;
+};
+
+struct AckHeader {
+  std::uint64_t token;
+};
+
+// Byte-wise serialisation of the start-up and allocation records.
+class Writer {
+ public:
+  template <typename T>
+  void add(const T& value) {
+    auto* p = reinterpret_cast<const std::byte*>(&value);
+    bytes.insert(bytes.end(), p, p + sizeof(T));
+  }
+  void add_bytes(std::span<const std::byte> data) {
+    add<std::uint64_t>(data.size());
+    bytes.insert(bytes.end(), data.begin(), data.end());
+  }
+  std::vector<std::byte> bytes;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::span<const std::byte> data) : data_(data) {}
+  template <typename T>
+  T take() {
+    T value;
+    check(sizeof(T));
+    std::memcpy(&value, data_.data() + at_, sizeof(T));
+    at_ += sizeof(T);
+    return value;
+  }
+  std::vector<std::byte> take_bytes() {
+    auto n = take<std::uint64_t>();
+    check(n);
+    std::vector<std::byte> out(data_.begin() + static_cast<std::ptrdiff_t>(at_),
+                               data_.begin() + static_cast<std::ptrdiff_t>(at_ + n));
+    at_ += n;
+    return out;
+  }
+
+ private:
+  void check(std::size_t n) const {
+    if (at_ + n > data_.size()) throw std::runtime_error("truncated start-up record");
+  }
+  std::span<const std::byte> data_;
+  std::size_t at_ = 0;
+};
+
+std::string hostname() {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  return name;
+}
+
+std::string short_hash(const std::string& text) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  char out[17];
+  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
+  return out;
+}
+
+// Waiting loops spin briefly, then give the core away: with more ranks than
+// cores the rank being waited for may need this very core.
+class Backoff {
+ public:
+  void pause() {
+    if (++spins_ > 32) sched_yield();
+  }
+
+ private:
+  unsigned spins_ = 0;
+};
+
+}  // namespace
+
+const char* to_string(PeerKind kind) {
+  switch (kind) {
+    case PeerKind::self: return "self";
+    case PeerKind::shared_memory: return "shm";
+    case PeerKind::network: return "network";
+  }
+  return "?";
+}
+
+// ------------------------------------------------------------------ start-up
+
+void Runtime::initialize() {
+  auto* runtime = new Runtime();
+  instance_ = runtime;
+  try {
+    runtime->start_up();
+  } catch (const std::exception& e) {
+    fail("ARMCI_Init", "start-up failed: %s", e.what());
+  }
+  set_cleanup_hook([] {
+    if (instance_) instance_->cleanup_names();
+  });
+}
+
+void Runtime::finalize() {
+  Runtime* runtime = instance_;
+  try {
+    runtime->shut_down();
+  } catch (const std::exception& e) {
+    fail("ARMCI_Finalize", "shutdown failed: %s", e.what());
+  }
+  set_cleanup_hook(nullptr);
+  instance_ = nullptr;
+  delete runtime;
+}
+
+void Runtime::start_up() {
+  settings_ = Settings::from_environment();
+  bootstrap_ = platform::Bootstrap::create();
+  rank_ = bootstrap_->rank();
+  size_ = bootstrap_->size();
+  set_error_rank(rank_);
+
+  if (settings_.network == NetworkChoice::verbs)
+    fail("ARMCI_Init", "setting ARMCI_NETWORK=verbs: the verbs layer is not part of this build yet; "
+                       "use auto or ucx");
+#ifdef ARMCI_HAVE_UCX
+  if (size_ > 1) network_ = platform::make_ucx_network(rank_, size_);
+#endif
+
+  Writer record;
+  const std::string host = hostname();
+  record.add_bytes(std::as_bytes(std::span(host.data(), host.size())));
+  std::vector<std::byte> address;
+  if (network_) address = network_->local_address();
+  record.add_bytes(address);
+  auto records = bootstrap_->allgather(record.bytes);
+
+  std::vector<std::string> hosts(static_cast<std::size_t>(size_));
+  std::vector<std::vector<std::byte>> addresses(static_cast<std::size_t>(size_));
+  for (int r = 0; r < size_; ++r) {
+    Reader in(records[static_cast<std::size_t>(r)]);
+    auto h = in.take_bytes();
+    hosts[static_cast<std::size_t>(r)].assign(reinterpret_cast<const char*>(h.data()), h.size());
+    addresses[static_cast<std::size_t>(r)] = in.take_bytes();
+  }
+  build_topology(hosts);
+
+  for (int r = 0; r < size_; ++r)
+    if (peer_kind_[static_cast<std::size_t>(r)] != PeerKind::network)
+      addresses[static_cast<std::size_t>(r)].clear();
+  if (has_network_peers_) {
+    if (!network_)
+      fail("ARMCI_Init", "ranks on other nodes need a network layer, and this build has none "
+                         "(configure with UCX)");
+    network_->set_peer_addresses(std::move(addresses));
+    network_->set_message_handler(kAccMessage, [this](int source, auto header, auto payload) {
+      handle_acc_message(source, header, payload);
+    });
+    network_->set_message_handler(kAccAckMessage, [this](int source, auto header, auto) {
+      AckHeader ack;
+      std::memcpy(&ack, header.data(), sizeof ack);
+      reinterpret_cast<platform::Completion*>(ack.token)->pending.fetch_sub(1, std::memory_order_release);
+      acks_pending_[static_cast<std::size_t>(source)].fetch_sub(1, std::memory_order_release);
+    });
+  } else {
+    network_.reset();  // nobody to talk to through it
+  }
+
+  implicit_ = std::make_unique<platform::Completion[]>(static_cast<std::size_t>(size_));
+  acks_pending_ = std::make_unique<std::atomic<std::int64_t>[]>(static_cast<std::size_t>(size_));
+  puts_unordered_.assign(static_cast<std::size_t>(size_), 0);
+  regions_.resize(size_);
+
+  // The control blocks: allocated like user memory, but never in the region
+  // table, so no user operation can reach them.
+  control_ = collective_allocate(sizeof(ControlBlock), false);
+  control_local_.assign(static_cast<std::size_t>(size_), nullptr);
+  for (int r = 0; r < size_; ++r) {
+    if (peer_kind_[static_cast<std::size_t>(r)] == PeerKind::self)
+      control_local_[static_cast<std::size_t>(r)] = static_cast<ControlBlock*>(control_->own.address());
+    else if (peer_kind_[static_cast<std::size_t>(r)] == PeerKind::shared_memory)
+      control_local_[static_cast<std::size_t>(r)] =
+          static_cast<ControlBlock*>(control_->mapped[static_cast<std::size_t>(r)].address());
+  }
+  bootstrap_->fence();
+  control_->own.unlink();
+  if (settings_.verbose > 0 && rank_ == 0) print_info();
+}
+
+void Runtime::build_topology(const std::vector<std::string>& hosts) {
+  // Ranks of one host, in rank order, cut into virtual nodes of vnode_size.
+  std::map<std::string, std::vector<int>> by_host;
+  for (int r = 0; r < size_; ++r) by_host[hosts[static_cast<std::size_t>(r)]].push_back(r);
+  node_of_.assign(static_cast<std::size_t>(size_), -1);
+  node_members_.clear();
+  for (int r = 0; r < size_; ++r) {
+    if (node_of_[static_cast<std::size_t>(r)] >= 0) continue;
+    const auto& same_host = by_host[hosts[static_cast<std::size_t>(r)]];
+    const std::size_t group =
+        settings_.vnode_size > 0 ? static_cast<std::size_t>(settings_.vnode_size) : same_host.size();
+    for (std::size_t start = 0; start < same_host.size(); start += group) {
+      std::vector<int> members(same_host.begin() + static_cast<std::ptrdiff_t>(start),
+                               same_host.begin() + static_cast<std::ptrdiff_t>(std::min(start + group, same_host.size())));
+      const int node = static_cast<int>(node_members_.size());
+      for (int m : members) node_of_[static_cast<std::size_t>(m)] = node;
+      node_members_.push_back(std::move(members));
+    }
+  }
+  // Nodes are numbered in the order of their lowest rank.
+  std::vector<int> order(node_members_.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::sort(order.begin(), order.end(),
+            [&](int a, int b) { return node_members_[static_cast<std::size_t>(a)][0] < node_members_[static_cast<std::size_t>(b)][0]; });
+  std::vector<std::vector<int>> sorted;
+  for (int old : order) sorted.push_back(node_members_[static_cast<std::size_t>(old)]);
+  node_members_ = std::move(sorted);
+  for (std::size_t n = 0; n < node_members_.size(); ++n)
+    for (int m : node_members_[n]) node_of_[static_cast<std::size_t>(m)] = static_cast<int>(n);
+
+  peer_kind_.assign(static_cast<std::size_t>(size_), PeerKind::network);
+  has_network_peers_ = false;
+  neighbours_share_memory_ = false;
+  for (int r = 0; r < size_; ++r) {
+    PeerKind& kind = peer_kind_[static_cast<std::size_t>(r)];
+    if (r == rank_) kind = PeerKind::self;
+    else if (settings_.shared_memory && node_of(r) == node_of(rank_)) kind = PeerKind::shared_memory;
+    if (kind == PeerKind::shared_memory) neighbours_share_memory_ = true;
+    if (kind == PeerKind::network) has_network_peers_ = true;
+  }
+}
+
+void Runtime::print_info() const {
+  std::fprintf(stderr, "armci: info: %d processes, bootstrap %s, %d node(s)\n", size_,
+               bootstrap_->kind(), node_count());
+  std::string text = settings_.describe();
+  std::size_t at = 0;
+  while (at < text.size()) {
+    std::size_t end = text.find('\n', at);
+    std::fprintf(stderr, "armci: info: setting %s\n", text.substr(at, end - at).c_str());
+    at = end + 1;
+  }
+  std::fprintf(stderr, "armci: info: network layer: %s\n",
+               network_ ? network_->capabilities().name.c_str() : "none (all peers local)");
+  for (int n = 0; n < node_count(); ++n) {
+    std::string members;
+    for (int m : node_members(n)) members += (members.empty() ? "" : ",") + std::to_string(m);
+    std::fprintf(stderr, "armci: info: node %d: ranks %s\n", n, members.c_str());
+  }
+  for (int r = 0; r < size_; ++r)
+    std::fprintf(stderr, "armci: info: rank 0 -> rank %d: %s\n", r, to_string(peer_kind(r)));
+}
+
+void Runtime::shut_down() {
+  all_fence();
+  // Explicit requests the user never waited for may still be writing into
+  // memory that is about to go.
+  requests_.for_each_busy([&](Requests::Id, ExplicitRequest& request) {
+    progress_until([&] { return request.completion.done(); });
+  });
+  barrier_only();
+  for (auto& [id, allocation] : allocations_) free_allocation(*allocation);
+  allocations_.clear();
+  allocation_of_base_.clear();
+  // The last barrier's puts completed locally only; flush them before the
+  // peers' control blocks go, and let a bootstrap fence cover the peers'
+  // puts into ours.
+  if (network_) {
+    platform::Completion flushed;
+    network_->flush_all(flushed);
+    wait("ARMCI_Finalize", flushed);
+  }
+  bootstrap_->fence();
+  free_allocation(*control_);
+  control_.reset();
+  network_.reset();
+  bootstrap_.reset();
+}
+
+void Runtime::cleanup_names() {
+  if (control_) control_->own.unlink();
+  for (auto& [id, allocation] : allocations_) allocation->own.unlink();
+}
+
+// ------------------------------------------------------------------ memory
+
+std::unique_ptr<Allocation> Runtime::collective_allocate(std::size_t bytes, bool synchronise_with_barrier) {
+  auto allocation = std::make_unique<Allocation>();
+  allocation->id = next_allocation_++;
+  if (bytes > 0) {
+    if (neighbours_share_memory_) {
+      const std::string name = "/armci-" + short_hash(bootstrap_->job_id()) + "-" +
+                               std::to_string(rank_) + "-" + std::to_string(allocation->id);
+      allocation->own = platform::SharedSegment::create(name, bytes);
+    } else {
+      allocation->own = platform::SharedSegment::anonymous(bytes);
+    }
+  }
+  Writer record;
+  record.add<std::uint64_t>(reinterpret_cast<std::uintptr_t>(allocation->own.address()));
+  record.add<std::uint64_t>(bytes);
+  std::vector<std::byte> packed;
+  if (bytes > 0 && has_network_peers_) {
+    allocation->registration = network_->register_memory(allocation->own.address(), allocation->own.size());
+    packed = network_->pack_remote_key(allocation->registration);
+  }
+  record.add_bytes(packed);
+  auto records = bootstrap_->allgather(record.bytes);
+
+  const auto n = static_cast<std::size_t>(size_);
+  allocation->bases.assign(n, 0);
+  allocation->sizes.assign(n, 0);
+  allocation->mapped.resize(n);
+  allocation->keys.assign(n, platform::RemoteKey{});
+  for (int r = 0; r < size_; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    Reader in(records[i]);
+    allocation->bases[i] = in.take<std::uint64_t>();
+    allocation->sizes[i] = in.take<std::uint64_t>();
+    auto key = in.take_bytes();
+    if (allocation->sizes[i] == 0) continue;
+    if (peer_kind(r) == PeerKind::shared_memory) {
+      const std::string name = "/armci-" + short_hash(bootstrap_->job_id()) + "-" + std::to_string(r) +
+                               "-" + std::to_string(allocation->id);
+      allocation->mapped[i] = platform::SharedSegment::attach(name, allocation->sizes[i]);
+    } else if (peer_kind(r) == PeerKind::network) {
+      allocation->keys[i] = network_->unpack_remote_key(r, key);
+    }
+  }
+  // Every neighbour has mapped my segment once all have passed this point;
+  // then its name can go, so a crash leaves nothing behind in /dev/shm.
+  if (synchronise_with_barrier) {
+    barrier_only();
+    allocation->own.unlink();
+  }
+  return allocation;
+}
+
+void Runtime::free_allocation(Allocation& allocation) {
+  for (int r = 0; r < size_; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    if (allocation.keys[i]) network_->release_remote_key(allocation.keys[i]);
+    allocation.keys[i] = {};
+    allocation.mapped[i].release();
+  }
+  if (allocation.registration) network_->deregister_memory(allocation.registration);
+  allocation.registration = {};
+  allocation.own.release();
+}
+
+std::vector<void*> Runtime::allocate(const char* call, std::size_t bytes) {
+  std::unique_ptr<Allocation> allocation;
+  try {
+    allocation = collective_allocate(bytes, true);
+  } catch (const std::exception& e) {
+    fail(call, "allocating %zu bytes failed: %s", bytes, e.what());
+  }
+  std::vector<void*> bases(static_cast<std::size_t>(size_));
+  for (int r = 0; r < size_; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    bases[i] = reinterpret_cast<void*>(allocation->bases[i]);
+    if (allocation->sizes[i] == 0) continue;
+    Region region;
+    region.base = allocation->bases[i];
+    region.size = allocation->sizes[i];
+    region.allocation = allocation->id;
+    region.key = allocation->keys[i];
+    if (peer_kind(r) == PeerKind::self) region.local = static_cast<std::byte*>(allocation->own.address());
+    else if (peer_kind(r) == PeerKind::shared_memory)
+      region.local = static_cast<std::byte*>(allocation->mapped[i].address());
+    regions_.insert(r, region);
+  }
+  if (allocation->sizes[static_cast<std::size_t>(rank_)] > 0)
+    allocation_of_base_[allocation->bases[static_cast<std::size_t>(rank_)]] = allocation->id;
+  const std::uint64_t id = allocation->id;
+  allocations_[id] = std::move(allocation);
+  return bases;
+}
+
+void Runtime::release(const char* call, void* my_base) {
+  // A rank whose part was empty passes NULL, so the ranks agree on which
+  // allocation goes by exchanging what each of them knows.
+  std::int64_t mine = -1;
+  if (my_base != nullptr) {
+    auto found = allocation_of_base_.find(reinterpret_cast<std::uintptr_t>(my_base));
+    if (found == allocation_of_base_.end())
+      fail(call, "argument 'ptr' (%p) is not the base of a live ARMCI_Malloc allocation", my_base);
+    mine = static_cast<std::int64_t>(found->second);
+  }
+  all_fence();
+  auto all = bootstrap_->allgather(std::as_bytes(std::span(&mine, 1)));
+  std::int64_t chosen = -1;
+  for (int r = 0; r < size_; ++r) {
+    std::int64_t theirs;
+    std::memcpy(&theirs, all[static_cast<std::size_t>(r)].data(), sizeof theirs);
+    if (theirs < 0) continue;
+    if (chosen >= 0 && theirs != chosen)
+      fail(call, "argument 'ptr': ranks passed parts of different allocations (rank %d's differs)", r);
+    chosen = theirs;
+  }
+  if (chosen < 0) fail(call, "argument 'ptr': every rank passed NULL");
+  auto found = allocations_.find(static_cast<std::uint64_t>(chosen));
+  if (found == allocations_.end()) fail(call, "argument 'ptr': allocation %lld is unknown here", static_cast<long long>(chosen));
+  if (my_base == nullptr && found->second->sizes[static_cast<std::size_t>(rank_)] != 0)
+    fail(call, "argument 'ptr' is NULL but this rank's part of the allocation is not empty");
+  Allocation& allocation = *found->second;
+  for (int r = 0; r < size_; ++r)
+    if (allocation.sizes[static_cast<std::size_t>(r)] > 0) regions_.erase(r, allocation.bases[static_cast<std::size_t>(r)]);
+  if (my_base != nullptr) allocation_of_base_.erase(reinterpret_cast<std::uintptr_t>(my_base));
+  free_allocation(allocation);
+  allocations_.erase(found);
+}
+
+// ------------------------------------------------------------------ transfers
+
+const Region& Runtime::find_region(const char* call, const char* argument, int proc,
+                                   const void* address, std::size_t bytes) const {
+  const Region* region = regions_.find(proc, reinterpret_cast<std::uintptr_t>(address), bytes);
+  if (region == nullptr) [[unlikely]]
+    fail(call, "argument '%s' (%p, %zu bytes) is not inside any ARMCI_Malloc region of rank %d",
+         argument, address, bytes, proc);
+  return *region;
+}
+
+template <typename Done>
+void Runtime::progress_until(Done done) {
+  Backoff backoff;
+  while (!done()) {
+    if (network_) network_->progress();
+    if (!done()) backoff.pause();
+  }
+}
+
+void Runtime::order_after_puts(int proc, bool full_flush) {
+  // Blocking operations to one target must be seen in order; a put from the
+  // network layer is not ordered with what follows it unless told so.
+  auto& unordered = puts_unordered_[static_cast<std::size_t>(proc)];
+  if (!unordered) return;
+  if (full_flush) {
+    platform::Completion flushed;
+    network_->flush(proc, flushed);
+    wait("ARMCI_Fence", flushed);
+  } else {
+    network_->order(proc);
+  }
+  unordered = 0;
+}
+
+void Runtime::start_put(const char* call, const void* src, void* dst, std::size_t bytes, int proc,
+                        platform::Completion& completion) {
+  if (bytes == 0) return;
+  const Region& region = find_region(call, "dst", proc, dst, bytes);
+  if (region.local != nullptr) [[likely]] {
+    copy_bytes(region.local + (reinterpret_cast<std::uintptr_t>(dst) - region.base), src, bytes);
+    return;
+  }
+  order_after_puts(proc, false);
+  platform::LocalSegment segment{const_cast<void*>(src), bytes};
+  network_->put(proc, std::span(&segment, 1), reinterpret_cast<std::uintptr_t>(dst), region.key, completion);
+  puts_unordered_[static_cast<std::size_t>(proc)] = 1;
+}
+
+void Runtime::start_get(const char* call, const void* src, void* dst, std::size_t bytes, int proc,
+                        platform::Completion& completion) {
+  if (bytes == 0) return;
+  const Region& region = find_region(call, "src", proc, src, bytes);
+  if (region.local != nullptr) [[likely]] {
+    copy_bytes(dst, region.local + (reinterpret_cast<std::uintptr_t>(src) - region.base), bytes);
+    return;
+  }
+  order_after_puts(proc, true);
+  platform::LocalSegment segment{dst, bytes};
+  network_->get(proc, std::span(&segment, 1), reinterpret_cast<std::uintptr_t>(src), region.key, completion);
+}
+
+void Runtime::apply_acc_locally(ControlBlock& control, int datatype, const AccScale& scale, void* dst,
+                                const void* src, std::size_t bytes, std::uintptr_t target_address) {
+  // Stripes by 4 KiB page of the target address, taken in ascending order so
+  // two Accs over overlapping ranges cannot deadlock.
+  const std::uintptr_t first = target_address >> 12;
+  const std::uintptr_t last = (target_address + bytes - 1) >> 12;
+  std::uint64_t stripes = 0;
+  if (last - first + 1 >= ControlBlock::kAccStripes) {
+    stripes = ~std::uint64_t{0};
+  } else {
+    for (std::uintptr_t page = first; page <= last; ++page)
+      stripes |= std::uint64_t{1} << (page % ControlBlock::kAccStripes);
+  }
+  for (int s = 0; s < ControlBlock::kAccStripes; ++s) {
+    if (!(stripes >> s & 1)) continue;
+    Backoff backoff;
+    auto& lock = control.acc_lock[s];
+    for (;;) {
+      if (lock.load(std::memory_order_relaxed) == 0 && lock.exchange(1, std::memory_order_acquire) == 0) break;
+      backoff.pause();
+    }
+  }
+  accumulate(datatype, scale, dst, src, bytes);
+  for (int s = 0; s < ControlBlock::kAccStripes; ++s)
+    if (stripes >> s & 1) control.acc_lock[s].store(0, std::memory_order_release);
+}
+
+void Runtime::start_acc(const char* call, int datatype, const AccScale& scale, const void* src, void* dst,
+                        std::size_t bytes, int proc, platform::Completion& completion) {
+  if (bytes == 0) return;
+  const Region& region = find_region(call, "dst", proc, dst, bytes);
+  const auto target = reinterpret_cast<std::uintptr_t>(dst);
+  if (region.local != nullptr) {
+    apply_acc_locally(*control_local_[static_cast<std::size_t>(proc)], datatype, scale,
+                      region.local + (target - region.base), src, bytes, target);
+    return;
+  }
+  // The target applies it: the network cannot add floating-point data.
+  order_after_puts(proc, true);
+  const auto* bytes_in = static_cast<const std::byte*>(src);
+  for (std::size_t done = 0; done < bytes; done += settings_.acc_chunk) {
+    const std::size_t piece = std::min(settings_.acc_chunk, bytes - done);
+    AccHeader header{};
+    header.address = target + done;
+    header.token = reinterpret_cast<std::uintptr_t>(&completion);
+    header.bytes = piece;
+    header.datatype = datatype;
+    header.scale = scale;
+    // One count for the ack, on top of the send's own local completion.
+    completion.pending.fetch_add(1, std::memory_order_relaxed);
+    acks_pending_[static_cast<std::size_t>(proc)].fetch_add(1, std::memory_order_relaxed);
+    network_->send_message(proc, kAccMessage, std::as_bytes(std::span(&header, 1)),
+                           std::span(bytes_in + done, piece), completion);
+  }
+}
+
+void Runtime::handle_acc_message(int source, std::span<const std::byte> header_bytes,
+                                 std::span<const std::byte> payload) {
+  AccHeader header;
+  std::memcpy(&header, header_bytes.data(), sizeof header);
+  // The origin checked the range, but a target trusts only its own table.
+  const Region* region = regions_.find(rank_, header.address, header.bytes);
+  if (region == nullptr || payload.size() != header.bytes || acc_element_size(header.datatype) == 0)
+    fail("ARMCI_Acc", "argument 'dst' of a request from rank %d (0x%llx, %llu bytes) is not inside "
+                      "any ARMCI_Malloc region of rank %d",
+         source, static_cast<unsigned long long>(header.address),
+         static_cast<unsigned long long>(header.bytes), rank_);
+  apply_acc_locally(*control_local_[static_cast<std::size_t>(rank_)], header.datatype, header.scale,
+                    region->local + (header.address - region->base), payload.data(), header.bytes,
+                    header.address);
+  // The ack's own completion is not waited for: it is a small eager
+  // message, and the worker keeps it until it is sent.
+  static platform::Completion acks_sent;
+  AckHeader ack{header.token};
+  network_->send_message(source, kAccAckMessage, std::as_bytes(std::span(&ack, 1)), {}, acks_sent);
+}
+
+void Runtime::wait(const char* call, platform::Completion& completion) {
+  progress_until([&] { return completion.done(); });
+  if (int error = completion.error.load(); error != 0) [[unlikely]]
+    fail(call, "the network layer reported: %s", network_ ? network_->error_string(error).c_str() : "?");
+}
+
+bool Runtime::test(const char* call, platform::Completion& completion) {
+  if (!completion.done() && network_) network_->progress();
+  if (!completion.done()) return false;
+  if (int error = completion.error.load(); error != 0) [[unlikely]]
+    fail(call, "the network layer reported: %s", network_ ? network_->error_string(error).c_str() : "?");
+  return true;
+}
+
+void Runtime::wait_proc(int proc) { wait("ARMCI_WaitProc", implicit_completion(proc)); }
+
+void Runtime::wait_all() {
+  for (int r = 0; r < size_; ++r) wait("ARMCI_WaitAll", implicit_completion(r));
+}
+
+void Runtime::fence(int proc) {
+  if (peer_kind(proc) != PeerKind::network) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return;
+  }
+  platform::Completion flushed;
+  network_->flush(proc, flushed);
+  wait("ARMCI_Fence", flushed);
+  progress_until([&] { return acks_pending_[static_cast<std::size_t>(proc)].load(std::memory_order_acquire) == 0; });
+  puts_unordered_[static_cast<std::size_t>(proc)] = 0;
+}
+
+void Runtime::all_fence() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (!network_) return;
+  platform::Completion flushed;
+  network_->flush_all(flushed);
+  wait("ARMCI_AllFence", flushed);
+  for (int r = 0; r < size_; ++r) {
+    progress_until([&] { return acks_pending_[static_cast<std::size_t>(r)].load(std::memory_order_acquire) == 0; });
+    puts_unordered_[static_cast<std::size_t>(r)] = 0;
+  }
+}
+
+// ------------------------------------------------------------------ barrier
+
+void Runtime::signal_barrier(int to, int round, std::uint64_t epoch) {
+  if (ControlBlock* block = control_local_[static_cast<std::size_t>(to)]) {
+    block->barrier[round].store(epoch, std::memory_order_release);
+    return;
+  }
+  barrier_source_[round] = epoch;
+  const std::uintptr_t remote = control_->bases[static_cast<std::size_t>(to)] + offsetof(ControlBlock, barrier) +
+                                static_cast<std::size_t>(round) * sizeof(std::uint64_t);
+  platform::LocalSegment segment{&barrier_source_[round], sizeof(std::uint64_t)};
+  platform::Completion sent;
+  network_->put(to, std::span(&segment, 1), remote, control_->keys[static_cast<std::size_t>(to)], sent);
+  wait("ARMCI_Barrier", sent);
+}
+
+void Runtime::barrier_only() {
+  if (size_ == 1) return;
+  // Dissemination: after round k every rank has heard, directly or not,
+  // from the 2^(k+1) ranks before it.
+  const std::uint64_t epoch = ++barrier_epoch_;
+  ControlBlock& mine = *control_local_[static_cast<std::size_t>(rank_)];
+  int round = 0;
+  for (int distance = 1; distance < size_; distance <<= 1, ++round) {
+    signal_barrier((rank_ + distance) % size_, round, epoch);
+    progress_until([&] { return mine.barrier[round].load(std::memory_order_acquire) >= epoch; });
+  }
+}
+
+void Runtime::barrier() {
+  all_fence();
+  barrier_only();
+}
+
+}  // namespace armci

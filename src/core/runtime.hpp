@@ -1,0 +1,160 @@
+// The runtime: peers, global memory, requests and completion. It chooses,
+// per target, between a direct copy into node-shared memory and the network
+// layer; it knows no particular network.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "platform/network.hpp"
+#include "platform/pmix/bootstrap.hpp"
+#include "platform/shm/segment.hpp"
+#include "src/core/acc.hpp"
+#include "src/core/region_table.hpp"
+#include "src/core/request_table.hpp"
+#include "src/core/settings.hpp"
+
+namespace armci {
+
+enum class PeerKind : std::uint8_t { self, shared_memory, network };
+const char* to_string(PeerKind kind);
+
+// Synchronisation state each rank exposes to the others; in node-shared
+// memory where neighbours map it, registered with the network otherwise.
+struct ControlBlock {
+  static constexpr int kBarrierRounds = 32;
+  static constexpr int kAccStripes = 64;
+  // Round k of the dissemination barrier: the epoch the round's partner
+  // reached. One writer per word, so a plain store (or put) is enough.
+  std::atomic<std::uint64_t> barrier[kBarrierRounds];
+  // Stripes of the target's memory (by 4 KiB page) that an Acc holds while
+  // it applies: the target's own message handler and node neighbours take
+  // the same locks, so Accs stay atomic per element whoever applies them.
+  std::atomic<std::uint32_t> acc_lock[kAccStripes];
+};
+
+struct ExplicitRequest {
+  platform::Completion completion;
+  int peer = -1;
+  void reset() {
+    completion.pending.store(0, std::memory_order_relaxed);
+    completion.error.store(0, std::memory_order_relaxed);
+    peer = -1;
+  }
+};
+
+// One collective allocation: every rank's part, as this process reaches it.
+struct Allocation {
+  std::uint64_t id = 0;
+  std::vector<std::uintptr_t> bases;  // per rank; 0 for a zero-size part
+  std::vector<std::size_t> sizes;
+  platform::SharedSegment own;
+  std::vector<platform::SharedSegment> mapped;  // neighbours' parts
+  platform::MemoryHandle registration{};
+  std::vector<platform::RemoteKey> keys;  // network peers' parts
+};
+
+class Runtime {
+ public:
+  using Requests = RequestTable<ExplicitRequest>;
+
+  static void initialize();
+  static void finalize();
+  static Runtime* get() { return instance_; }
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  PeerKind peer_kind(int proc) const { return peer_kind_[static_cast<std::size_t>(proc)]; }
+  const Settings& settings() const { return settings_; }
+
+  // Topology: the (virtual) node of each rank.
+  int node_of(int proc) const { return node_of_[static_cast<std::size_t>(proc)]; }
+  int node_count() const { return static_cast<int>(node_members_.size()); }
+  const std::vector<int>& node_members(int node) const {
+    return node_members_[static_cast<std::size_t>(node)];
+  }
+
+  // Collective memory.
+  std::vector<void*> allocate(const char* call, std::size_t bytes);
+  void release(const char* call, void* my_base);
+
+  // Transfers start here and complete through `completion` (which may
+  // already be done when they return). Arguments are checked by the caller
+  // except the remote range, checked here against the target's regions.
+  void start_put(const char* call, const void* src, void* dst, std::size_t bytes, int proc,
+                 platform::Completion& completion);
+  void start_get(const char* call, const void* src, void* dst, std::size_t bytes, int proc,
+                 platform::Completion& completion);
+  void start_acc(const char* call, int datatype, const AccScale& scale, const void* src, void* dst,
+                 std::size_t bytes, int proc, platform::Completion& completion);
+
+  void wait(const char* call, platform::Completion& completion);
+  bool test(const char* call, platform::Completion& completion);
+
+  platform::Completion& implicit_completion(int proc) { return implicit_[static_cast<std::size_t>(proc)]; }
+  Requests& requests() { return requests_; }
+
+  void wait_proc(int proc);
+  void wait_all();
+  void fence(int proc);
+  void all_fence();
+  void barrier();
+
+  // Removes shared-memory names that are still linked; safe on error paths.
+  void cleanup_names();
+
+ private:
+  Runtime() = default;
+  void start_up();
+  void shut_down();
+  void build_topology(const std::vector<std::string>& hosts);
+  std::unique_ptr<Allocation> collective_allocate(std::size_t bytes, bool synchronise_with_barrier);
+  void free_allocation(Allocation& allocation);
+  void barrier_only();
+  void signal_barrier(int to, int round, std::uint64_t epoch);
+  const Region& find_region(const char* call, const char* argument, int proc, const void* address,
+                            std::size_t bytes) const;
+  void apply_acc_locally(ControlBlock& control, int datatype, const AccScale& scale, void* dst,
+                         const void* src, std::size_t bytes, std::uintptr_t target_address);
+  void handle_acc_message(int source, std::span<const std::byte> header,
+                          std::span<const std::byte> payload);
+  void order_after_puts(int proc, bool full_flush);
+  template <typename Done>
+  void progress_until(Done done);
+  void print_info() const;
+
+  static Runtime* instance_;
+
+  Settings settings_;
+  int rank_ = 0;
+  int size_ = 1;
+  std::unique_ptr<platform::Bootstrap> bootstrap_;
+  std::unique_ptr<platform::Network> network_;
+  bool has_network_peers_ = false;
+  std::vector<PeerKind> peer_kind_;
+  std::vector<int> node_of_;
+  std::vector<std::vector<int>> node_members_;
+  bool neighbours_share_memory_ = false;  // some other rank maps my segments
+
+  RegionTable regions_;
+  std::map<std::uint64_t, std::unique_ptr<Allocation>> allocations_;
+  std::map<std::uintptr_t, std::uint64_t> allocation_of_base_;
+  std::uint64_t next_allocation_ = 1;
+
+  std::unique_ptr<Allocation> control_;
+  std::vector<ControlBlock*> control_local_;  // per rank, where mapped
+  std::uint64_t barrier_epoch_ = 0;
+  std::uint64_t barrier_source_[ControlBlock::kBarrierRounds] = {};
+
+  std::unique_ptr<platform::Completion[]> implicit_;
+  std::unique_ptr<std::atomic<std::int64_t>[]> acks_pending_;
+  std::vector<std::uint8_t> puts_unordered_;  // per network peer
+  Requests requests_;
+};
+
+}  // namespace armci

@@ -1,0 +1,215 @@
+/*
+ * mp_acc: concurrent accumulates from every rank into one location, for
+ * every data type, with unit, non-unit and complex scales, and large arrays.
+ * All values are small integers or binary fractions, so every sum is exact
+ * whatever the order in which the ranks' updates land.
+ */
+#include "mp_common.h"
+
+static int me, np;
+
+enum { NEL = 5, ITERS = 200, GUARD = 2 };
+
+/* Type table: element size and how to turn a double into an element. */
+static size_t elem_size(int type) {
+  switch (type) {
+  case ARMCI_INT: return sizeof(int);
+  case ARMCI_LONG: return sizeof(long);
+  case ARMCI_FLOAT: return sizeof(float);
+  case ARMCI_DOUBLE: return sizeof(double);
+  case ARMCI_SCPL: return 2 * sizeof(float);
+  case ARMCI_DCPL: return 2 * sizeof(double);
+  }
+  return 0;
+}
+
+static const char *type_name(int type) {
+  static const char *names[] = {"ARMCI_INT", "ARMCI_LONG", "ARMCI_FLOAT", "ARMCI_DOUBLE",
+                                "ARMCI_SCPL", "ARMCI_DCPL"};
+  return names[type];
+}
+
+static int is_complex(int type) { return type == ARMCI_SCPL || type == ARMCI_DCPL; }
+
+/* Stores component c (0: real or only, 1: imaginary) of element i. */
+static void store(int type, void *buf, int i, int c, double v) {
+  switch (type) {
+  case ARMCI_INT: ((int *)buf)[i] = (int)v; break;
+  case ARMCI_LONG: ((long *)buf)[i] = (long)v; break;
+  case ARMCI_FLOAT: ((float *)buf)[i] = (float)v; break;
+  case ARMCI_DOUBLE: ((double *)buf)[i] = v; break;
+  case ARMCI_SCPL: ((float *)buf)[2 * i + c] = (float)v; break;
+  case ARMCI_DCPL: ((double *)buf)[2 * i + c] = v; break;
+  }
+}
+
+static double load(int type, const void *buf, int i, int c) {
+  switch (type) {
+  case ARMCI_INT: return ((const int *)buf)[i];
+  case ARMCI_LONG: return (double)((const long *)buf)[i];
+  case ARMCI_FLOAT: return ((const float *)buf)[i];
+  case ARMCI_DOUBLE: return ((const double *)buf)[i];
+  case ARMCI_SCPL: return ((const float *)buf)[2 * i + c];
+  case ARMCI_DCPL: return ((const double *)buf)[2 * i + c];
+  }
+  return 0;
+}
+
+/* Source value of rank r, element i, component c. The long values use the
+ * upper 32 bits so that a 32-bit accumulate of longs is caught. */
+static double src_value(int type, int r, int i, int c) {
+  switch (type) {
+  case ARMCI_INT: return (i % 2 ? -1 : 1) * (r + 1 + i);
+  case ARMCI_LONG: return 4294967296.0 * (i + 1) + r - 7;
+  case ARMCI_FLOAT: return r + 1 + 0.5 * i;
+  case ARMCI_DOUBLE: return 3.0 * r - i + 0.25;
+  case ARMCI_SCPL: return c == 0 ? r + 1 : i - 2;
+  case ARMCI_DCPL: return c == 0 ? r - i : r + i + 1;
+  }
+  return 0;
+}
+
+/* The non-unit scale (real, imaginary). */
+static void scale_value(int type, double *re, double *im) {
+  *re = 1;
+  *im = 0;
+  switch (type) {
+  case ARMCI_INT: *re = 3; break;
+  case ARMCI_LONG: *re = -2; break;
+  case ARMCI_FLOAT: *re = 0.5; break;
+  case ARMCI_DOUBLE: *re = -1.5; break;
+  case ARMCI_SCPL: *re = 2; *im = -1; break;
+  case ARMCI_DCPL: *re = -0.5; *im = 3; break;
+  }
+}
+
+/* Every rank accumulates ITERS times into NEL elements of one rank,
+ * alternating scale 1 and the type's other scale. Guard elements on both
+ * sides must stay untouched. */
+static void test_one_location(int type) {
+  const size_t es = elem_size(type);
+  const int target = type % np;
+  const size_t bytes = es * (NEL + 2 * GUARD);
+  void **base = malloc(sizeof(void *) * (size_t)np);
+  MP_CHECK_INT(0, ARMCI_Malloc(base, (armci_size_t)bytes));
+  memset(base[me], 0x7F, bytes); /* guard value; NEL elements zeroed below */
+  memset((char *)base[me] + GUARD * es, 0, NEL * es);
+  ARMCI_Barrier();
+
+  unsigned char src[NEL * 16], one[16], sc[16];
+  for (int i = 0; i < NEL; i++)
+    for (int c = 0; c < 1 + is_complex(type); c++) store(type, src, i, c, src_value(type, me, i, c));
+  double sre, sim;
+  scale_value(type, &sre, &sim);
+  store(type, one, 0, 0, 1.0);
+  if (is_complex(type)) store(type, one, 0, 1, 0.0);
+  store(type, sc, 0, 0, sre);
+  if (is_complex(type)) store(type, sc, 0, 1, sim);
+
+  void *dst = (char *)base[target] + GUARD * es;
+  for (int it = 0; it < ITERS; it++) {
+    mp_set_where("%s accumulate %d into rank %d", type_name(type), it, target);
+    MP_CHECK_INT(0, ARMCI_Acc(type, (it % 2) ? sc : one, src, dst, (int)(NEL * es), target));
+  }
+  mp_where[0] = 0;
+  ARMCI_AllFence();
+  ARMCI_Barrier();
+
+  if (me == target) {
+    /* dst = (ITERS/2) * (1 + s) * sum_r src_r, with a complex product for
+     * the complex types: (a+bi)(c+di) = (ac-bd) + (ad+bc)i. */
+    const unsigned char *mem = base[me];
+    for (int i = 0; i < NEL; i++) {
+      double sre_sum = 0, sim_sum = 0;
+      for (int r = 0; r < np; r++) {
+        sre_sum += src_value(type, r, i, 0);
+        if (is_complex(type)) sim_sum += src_value(type, r, i, 1);
+      }
+      double fre = 1 + sre, fim = sim;
+      double ere = (ITERS / 2) * (fre * sre_sum - fim * sim_sum);
+      double eim = (ITERS / 2) * (fre * sim_sum + fim * sre_sum);
+      mp_set_where("%s element %d after %d accumulates from each of %d ranks", type_name(type), i,
+                   ITERS, np);
+      MP_CHECK_DBL(ere, load(type, mem + GUARD * es, i, 0));
+      if (is_complex(type)) MP_CHECK_DBL(eim, load(type, mem + GUARD * es, i, 1));
+    }
+    unsigned char guard[16 * GUARD];
+    memset(guard, 0x7F, sizeof guard);
+    mp_set_where("%s guard elements", type_name(type));
+    MP_CHECK_BYTES(guard, mem, GUARD * es, "elements before the accumulated ones");
+    MP_CHECK_BYTES(guard, mem + (GUARD + NEL) * es, GUARD * es, "elements after the accumulated ones");
+    mp_where[0] = 0;
+  }
+  ARMCI_Barrier();
+  MP_CHECK_INT(0, ARMCI_Free(base[me]));
+  free(base);
+}
+
+/* Every rank accumulates a large array into every rank's array, starting at
+ * a different target, so transfers of many ranks overlap on one array. */
+static void test_large(void) {
+  enum { N = 200000 };
+  void **dbase = malloc(sizeof(void *) * (size_t)np);
+  void **ibase = malloc(sizeof(void *) * (size_t)np);
+  MP_CHECK_INT(0, ARMCI_Malloc(dbase, (armci_size_t)(N * sizeof(double))));
+  MP_CHECK_INT(0, ARMCI_Malloc(ibase, (armci_size_t)(N * sizeof(int))));
+  memset(dbase[me], 0, N * sizeof(double));
+  memset(ibase[me], 0, N * sizeof(int));
+  ARMCI_Barrier();
+
+  double *dsrc = ARMCI_Malloc_local((armci_size_t)(N * sizeof(double)));
+  int *isrc = malloc(N * sizeof(int));
+  for (int j = 0; j < N; j++) {
+    dsrc[j] = (double)((j * 7 + me) % 64) - 16.5;
+    isrc[j] = j % 1000 - 500 + me;
+  }
+  double one = 1.0, two = 2.0;
+  int ione = 1, ithree = 3;
+  for (int k = 0; k < np; k++) {
+    int t = (me + k) % np;
+    mp_set_where("large accumulates to rank %d", t);
+    MP_CHECK_INT(0, ARMCI_Acc(ARMCI_DOUBLE, &one, dsrc, dbase[t], (int)(N * sizeof(double)), t));
+    MP_CHECK_INT(0, ARMCI_Acc(ARMCI_INT, &ithree, isrc, ibase[t], (int)(N * sizeof(int)), t));
+    MP_CHECK_INT(0, ARMCI_Acc(ARMCI_DOUBLE, &two, dsrc, dbase[t], (int)(N * sizeof(double)), t));
+    MP_CHECK_INT(0, ARMCI_Acc(ARMCI_INT, &ione, isrc, ibase[t], (int)(N * sizeof(int)), t));
+  }
+  mp_where[0] = 0;
+  ARMCI_AllFence();
+  ARMCI_Barrier();
+
+  const double *dm = dbase[me];
+  const int *im = ibase[me];
+  for (int j = 0; j < N; j++) {
+    double de = 0;
+    long ie = 0;
+    for (int r = 0; r < np; r++) {
+      de += 3.0 * ((double)((j * 7 + r) % 64) - 16.5);
+      ie += 4L * (j % 1000 - 500 + r);
+    }
+    if (dm[j] != de || im[j] != ie) {
+      mp_set_where("large arrays on rank %d, element %d", me, j);
+      MP_CHECK_DBL(de, dm[j]);
+      MP_CHECK_INT(ie, im[j]);
+    }
+  }
+  ARMCI_Barrier();
+  MP_CHECK_INT(0, ARMCI_Free_local(dsrc));
+  free(isrc);
+  MP_CHECK_INT(0, ARMCI_Free(ibase[me]));
+  MP_CHECK_INT(0, ARMCI_Free(dbase[me]));
+  free(dbase);
+  free(ibase);
+}
+
+int main(int argc, char **argv) {
+  mp_init(&argc, &argv);
+  me = mp_me;
+  np = mp_np;
+  const int types[] = {ARMCI_INT, ARMCI_LONG, ARMCI_FLOAT, ARMCI_DOUBLE, ARMCI_SCPL, ARMCI_DCPL};
+  for (int k = 0; k < 6; k++) test_one_location(types[k]);
+  test_large();
+  ARMCI_Barrier();
+  MP_CHECK_INT(0, ARMCI_Finalize());
+  mp_pass("mp_acc", me);
+  return 0;
+}

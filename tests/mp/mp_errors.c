@@ -1,0 +1,94 @@
+/*
+ * mp_errors CASE: rank 0 makes one bad call, which must end the job with a
+ * message naming the call, the argument and the rank. Reaching the final
+ * "survived" line is a failure; run-mp-tests.sh checks the exit status and
+ * the message.
+ *
+ * Cases: range (proc out of range), negsize (negative size), outside (remote
+ * address just past the end of the target's region), straddle (a Put that
+ * starts inside the region and runs past its end), null (NULL source),
+ * uninit (Put before ARMCI_Init), badtype (Acc with data type 42).
+ */
+#include "mp_common.h"
+
+enum { REGION = 4096, WATCH_SECONDS = 5 };
+
+static const char *cases[] = {"range", "negsize", "outside", "straddle", "null", "uninit", "badtype"};
+
+/* The rank before ARMCI_Init, from the launcher's environment. */
+static int launcher_rank(void) {
+  const char *s = getenv("PMIX_RANK");
+  if (!s) s = getenv("OMPI_COMM_WORLD_RANK");
+  return s ? atoi(s) : 0;
+}
+
+/* The bad call targets rank 1; rank 1 watches its whole region for a while,
+ * since "nothing is written" is only observable there, before the launcher
+ * ends the job. */
+static void watch_region(const volatile unsigned char *region) {
+  double end = mp_now() + WATCH_SECONDS;
+  while (mp_now() < end) {
+    for (size_t i = 0; i < REGION; i++)
+      if (region[i] != 0xA5) {
+        fprintf(stderr, "mp_errors: rank 1's region was written by the bad call: byte %zu is 0x%02x\n",
+                i, region[i]);
+        fflush(stderr);
+        exit(3);
+      }
+  }
+}
+
+int main(int argc, char **argv) {
+  int known = 0;
+  if (argc == 2)
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) known |= strcmp(argv[1], cases[i]) == 0;
+  if (!known) {
+    fprintf(stderr, "usage: %s range|negsize|outside|straddle|null|uninit|badtype\n", argv[0]);
+    return 2;
+  }
+  const char *c = argv[1];
+  char src[16] = "0123456789abcde";
+
+  if (strcmp(c, "uninit") == 0 && launcher_rank() == 0) {
+    char dst[16];
+    ARMCI_Put(src, dst, 8, 0);
+    printf("survived uninit rank 0\n");
+    return 0;
+  }
+
+  mp_init(&argc, &argv);
+  int me = mp_me, np = mp_np;
+  MP_CHECK(np >= 2, "needs at least 2 processes, has %d", np);
+  void **base = malloc(sizeof(void *) * (size_t)np);
+  MP_CHECK_INT(0, ARMCI_Malloc(base, REGION));
+  memset(base[me], 0xA5, REGION);
+  ARMCI_Barrier();
+
+  if (me == 0) {
+    char *end1 = (char *)base[1] + REGION;
+    if (strcmp(c, "range") == 0) {
+      ARMCI_Put(src, base[0], 8, np + 3);
+    } else if (strcmp(c, "negsize") == 0) {
+      ARMCI_Put(src, base[1], -8, 1);
+    } else if (strcmp(c, "outside") == 0) {
+      ARMCI_Put(src, end1, 8, 1);
+    } else if (strcmp(c, "straddle") == 0) {
+      ARMCI_Put(src, end1 - 4, 8, 1);
+    } else if (strcmp(c, "null") == 0) {
+      ARMCI_Put(NULL, base[1], 8, 1);
+    } else if (strcmp(c, "badtype") == 0) {
+      double scale = 1.0;
+      ARMCI_Acc(42, &scale, src, base[1], 8, 1);
+    }
+    /* The error may be detected only once the operation completes. */
+    ARMCI_Fence(1);
+  } else if (me == 1) {
+    watch_region(base[1]);
+  }
+  ARMCI_Barrier();
+  printf("survived %s rank %d\n", c, me);
+  fflush(stdout);
+  ARMCI_Free(base[me]);
+  ARMCI_Finalize();
+  return 0;
+}

@@ -1,0 +1,64 @@
+#include <gtest/gtest.h>
+
+#include <complex>
+#include <vector>
+
+#include "src/core/acc.hpp"
+
+using armci::accumulate;
+using armci::make_acc_scale;
+
+template <typename T>
+static void check_real(int type) {
+  std::vector<T> dst{1, 2, 3, 4, 5}, src{10, 20, 30, 40, 50};
+  T scale = 3;
+  accumulate(type, make_acc_scale(type, &scale), dst.data(), src.data(), sizeof(T) * 4);
+  EXPECT_EQ(dst, (std::vector<T>{31, 62, 93, 124, 5}));  // the fifth is outside the range
+  T one = 1;
+  accumulate(type, make_acc_scale(type, &one), dst.data(), src.data(), sizeof(T) * 5);
+  EXPECT_EQ(dst, (std::vector<T>{41, 82, 123, 164, 55}));
+}
+
+TEST(Acc, RealTypes) {
+  check_real<int>(ARMCI_INT);
+  check_real<long>(ARMCI_LONG);
+  check_real<float>(ARMCI_FLOAT);
+  check_real<double>(ARMCI_DOUBLE);
+}
+
+template <typename T>
+static void check_complex(int type) {
+  using C = std::complex<T>;
+  std::vector<C> dst{{1, 1}, {2, -1}}, src{{3, 4}, {-1, 2}};
+  C scale{2, 1};  // (2+i)(3+4i) = 2+11i; (2+i)(-1+2i) = -4+3i
+  accumulate(type, make_acc_scale(type, &scale), dst.data(), src.data(), sizeof(C) * 2);
+  EXPECT_EQ(dst[0], C(3, 12));
+  EXPECT_EQ(dst[1], C(-2, 2));
+}
+
+TEST(Acc, ComplexTypesMultiplyTheScale) {
+  check_complex<float>(ARMCI_SCPL);
+  check_complex<double>(ARMCI_DCPL);
+}
+
+TEST(Acc, UnalignedBuffers) {
+  alignas(8) unsigned char dst_raw[8 * 4 + 3] = {}, src_raw[8 * 4 + 5] = {};
+  double values[4] = {1.5, 2.5, -3, 4}, base[4] = {1, 1, 1, 1};
+  std::memcpy(dst_raw + 3, base, sizeof base);
+  std::memcpy(src_raw + 5, values, sizeof values);
+  double scale = 2;
+  accumulate(ARMCI_DOUBLE, make_acc_scale(ARMCI_DOUBLE, &scale), dst_raw + 3, src_raw + 5, sizeof values);
+  double out[4];
+  std::memcpy(out, dst_raw + 3, sizeof out);
+  EXPECT_EQ(out[0], 4);
+  EXPECT_EQ(out[1], 6);
+  EXPECT_EQ(out[2], -5);
+  EXPECT_EQ(out[3], 9);
+}
+
+TEST(Acc, ElementSizes) {
+  EXPECT_EQ(armci::acc_element_size(ARMCI_INT), sizeof(int));
+  EXPECT_EQ(armci::acc_element_size(ARMCI_DCPL), 16u);
+  EXPECT_EQ(armci::acc_element_size(42), 0u);
+  EXPECT_EQ(armci::acc_element_size(-1), 0u);
+}

@@ -1,0 +1,69 @@
+#include <gtest/gtest.h>
+
+#include "src/core/region_table.hpp"
+
+using armci::Region;
+using armci::RegionTable;
+
+namespace {
+Region make(std::uintptr_t base, std::size_t size) {
+  Region r;
+  r.base = base;
+  r.size = size;
+  return r;
+}
+}  // namespace
+
+TEST(RegionTable, FindsTheRegionHoldingTheWholeRange) {
+  RegionTable table(2);
+  table.insert(1, make(0x3000, 0x1000));
+  table.insert(1, make(0x1000, 0x1000));
+  table.insert(1, make(0x8000, 0x100));
+  ASSERT_NE(table.find(1, 0x1000, 1), nullptr);
+  EXPECT_EQ(table.find(1, 0x1000, 1)->base, 0x1000u);
+  EXPECT_EQ(table.find(1, 0x3ff0, 0x10)->base, 0x3000u);
+  EXPECT_EQ(table.find(1, 0x8000, 0x100)->base, 0x8000u);
+  EXPECT_EQ(table.find(1, 0x2000, 0)->base, 0x1000u);  // an empty range at the end
+}
+
+TEST(RegionTable, RejectsRangesThatLeaveTheRegion) {
+  RegionTable table(2);
+  table.insert(0, make(0x1000, 0x1000));
+  table.insert(0, make(0x2000, 0x1000));
+  EXPECT_EQ(table.find(0, 0x0fff, 1), nullptr);       // before
+  EXPECT_EQ(table.find(0, 0x1ff0, 0x20), nullptr);    // straddles two regions
+  EXPECT_EQ(table.find(0, 0x2ff0, 0x11), nullptr);    // runs past the end
+  EXPECT_EQ(table.find(0, 0x3000, 1), nullptr);       // just past the end
+  EXPECT_EQ(table.find(1, 0x1000, 1), nullptr);       // another rank's table
+  EXPECT_EQ(table.find(0, 0x1000, SIZE_MAX), nullptr);  // no wrap-around
+}
+
+TEST(RegionTable, CachedLookupNeverReturnsAStaleRegion) {
+  RegionTable table(1);
+  table.insert(0, make(0x1000, 0x1000));
+  ASSERT_NE(table.find(0, 0x1800, 8), nullptr);
+  EXPECT_TRUE(table.erase(0, 0x1000));
+  EXPECT_EQ(table.find(0, 0x1800, 8), nullptr);
+  EXPECT_FALSE(table.erase(0, 0x1000));
+  table.insert(0, make(0x1800, 0x10));
+  EXPECT_EQ(table.find(0, 0x1800, 8)->size, 0x10u);
+}
+
+TEST(RegionTable, ManyRegionsAgreeWithLinearSearch) {
+  RegionTable table(1);
+  std::vector<Region> all;
+  for (std::uintptr_t i = 0; i < 500; ++i) {
+    all.push_back(make(0x100000 + i * 0x3000, 0x1000 + (i % 7) * 0x100));
+    table.insert(0, all.back());
+  }
+  for (std::uintptr_t a = 0x100000 - 0x100; a < 0x100000 + 500 * 0x3000; a += 0x1f3) {
+    const Region* expect = nullptr;
+    for (auto& r : all)
+      if (r.contains(a, 16)) expect = &r;
+    const Region* got = table.find(0, a, 16);
+    ASSERT_EQ(expect == nullptr, got == nullptr) << std::hex << a;
+    if (got) {
+      EXPECT_EQ(got->base, expect->base);
+    }
+  }
+}
