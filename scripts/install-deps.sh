@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs what building, testing and benchmarking need on Debian 12.
+# Does nothing when everything is already there (so it is cheap to repeat).
+set -euo pipefail
+packages=(
+  build-essential autoconf automake libtool pkg-config
+  libpmix-dev libucx-dev ucx-utils libibverbs-dev libtbb-dev libgtest-dev
+  openmpi-bin libopenmpi-dev
+  libarmci-mpi-dev   # the ARMCI-MPI reference the benchmarks compare with
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
