@@ -34,21 +34,32 @@ inline AccScale make_acc_scale(int datatype, const void* scale) {
 }
 
 namespace detail {
-// Element-wise through memcpy so unaligned user buffers are fine; the
-// compiler turns these into plain loads and stores.
+// Through memcpy so unaligned user buffers are fine; the compiler turns these
+// into plain (vector) loads and stores. The unit-scale case has its own loop
+// because it is the common one and needs no multiply.
 template <typename T>
-void accumulate_typed(void* dst, const void* src, std::size_t count, const AccScale& scale) {
+[[gnu::optimize("tree-vectorize")]] void accumulate_typed(void* __restrict dst, const void* __restrict src,
+                                                          std::size_t count, const AccScale& scale) {
   T factor;
   std::memcpy(&factor, scale.bytes, sizeof(T));
   auto* d = static_cast<unsigned char*>(dst);
   auto* s = static_cast<const unsigned char*>(src);
-  const bool unit = factor == T(1);
-  for (std::size_t i = 0; i < count; ++i) {
-    T a, b;
-    std::memcpy(&a, d + i * sizeof(T), sizeof(T));
-    std::memcpy(&b, s + i * sizeof(T), sizeof(T));
-    a = unit ? a + b : a + factor * b;
-    std::memcpy(d + i * sizeof(T), &a, sizeof(T));
+  if (factor == T(1)) {
+    for (std::size_t i = 0; i < count; ++i) {
+      T a, b;
+      std::memcpy(&a, d + i * sizeof(T), sizeof(T));
+      std::memcpy(&b, s + i * sizeof(T), sizeof(T));
+      a += b;
+      std::memcpy(d + i * sizeof(T), &a, sizeof(T));
+    }
+  } else {
+    for (std::size_t i = 0; i < count; ++i) {
+      T a, b;
+      std::memcpy(&a, d + i * sizeof(T), sizeof(T));
+      std::memcpy(&b, s + i * sizeof(T), sizeof(T));
+      a += factor * b;
+      std::memcpy(d + i * sizeof(T), &a, sizeof(T));
+    }
   }
 }
 }  // namespace detail
