@@ -1,7 +1,11 @@
 #include "platform/pmix/bootstrap.hpp"
 
 #include <pmix.h>
+#include <sched.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <climits>
 
 #include <cstdlib>
 #include <cstring>
@@ -95,9 +99,23 @@ class PmixBootstrap final : public Bootstrap {
     PMIX_INFO_CONSTRUCT(&info);
     bool flag = collect;
     PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &flag, PMIX_BOOL);
-    pmix_status_t status = PMIx_Fence(&everyone_, 1, &info, 1);
+    // Non-blocking, so the caller's progress runs while the others arrive.
+    constexpr int kPending = INT_MIN;
+    std::atomic<int> outcome{kPending};
+    pmix_status_t status = PMIx_Fence_nb(
+        &everyone_, 1, &info, 1,
+        [](pmix_status_t result, void* data) { static_cast<std::atomic<int>*>(data)->store(result); },
+        &outcome);
+    if (status != PMIX_SUCCESS) {
+      PMIX_INFO_DESTRUCT(&info);
+      throw pmix_error("PMIx_Fence_nb", status);
+    }
+    while (outcome.load() == kPending) {
+      if (progress_) progress_();
+      sched_yield();
+    }
     PMIX_INFO_DESTRUCT(&info);
-    if (status != PMIX_SUCCESS) throw pmix_error("PMIx_Fence", status);
+    if (outcome.load() != PMIX_SUCCESS) throw pmix_error("PMIx_Fence", outcome.load());
   }
 
   pmix_proc_t me_{};

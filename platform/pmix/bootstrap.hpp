@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -26,9 +27,17 @@ class Bootstrap {
   // Collective synchronisation without data.
   virtual void fence() = 0;
 
+  // Called over and over while a collective waits for the others, so this
+  // process keeps serving the network (a peer may need our answer to finish
+  // what it must do before it joins the collective).
+  void set_progress(std::function<void()> progress) { progress_ = std::move(progress); }
+
   // Connects to the launcher's PMIx server, or returns a singleton bootstrap
   // when the environment names none.
   static std::unique_ptr<Bootstrap> create();
+
+ protected:
+  std::function<void()> progress_;
 };
 
 }  // namespace armci::platform

@@ -345,7 +345,9 @@ UcxNetwork::UcxNetwork(int rank, int size) : rank_(rank), size_(size) {
 
     ucp_worker_params_t wp{};
     wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    wp.thread_mode = UCS_THREAD_MODE_SINGLE;
+    // The core serialises all calls, but from two threads (the application's
+    // and its progress thread).
+    wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;
     check("ucp_worker_create", ucp_worker_create(context_, &wp, &worker_));
 
     ucp_worker_attr_t attr{};

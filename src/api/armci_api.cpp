@@ -68,8 +68,13 @@ constexpr unsigned kGenerationMask = Runtime::Requests::kGenerationMask;
 
 inline unsigned tag_bits(const armci_hdl_t* h) { return static_cast<unsigned>(h->tag); }
 
+// A handle either holds no request (-1) or the index of a slot the table
+// has handed out; anything else is memory that never saw ARMCI_INIT_HANDLE.
 inline void check_handle(const char* call, const armci_hdl_t* h) {
-  if ((tag_bits(h) >> 24) != kMarker || h->request < -1) [[unlikely]]
+  const Runtime* r = Runtime::get();
+  if ((tag_bits(h) >> 24) != kMarker || h->request < -1 ||
+      (r && h->request >= 0 && static_cast<std::size_t>(h->request) >= const_cast<Runtime*>(r)->requests().capacity()))
+      [[unlikely]]
     fail(call, "argument 'handle' (%p) was not initialised with ARMCI_INIT_HANDLE", static_cast<const void*>(h));
 }
 

@@ -65,6 +65,16 @@ class RegionTable {
     return &candidate;
   }
 
+  // The same answer as find(), for a thread other than the owner's: it
+  // leaves the owner's one-entry cache alone.
+  const Region* find_without_caching(int rank, std::uintptr_t address, std::size_t length) const {
+    const auto& list = by_rank_[static_cast<std::size_t>(rank)].regions;
+    auto after = std::upper_bound(list.begin(), list.end(), address,
+                                  [](std::uintptr_t a, const Region& r) { return a < r.base; });
+    if (after == list.begin() || !(after - 1)->contains(address, length)) return nullptr;
+    return &*(after - 1);
+  }
+
   std::size_t count(int rank) const { return by_rank_[static_cast<std::size_t>(rank)].regions.size(); }
 
  private:

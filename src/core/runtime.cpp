@@ -1,9 +1,12 @@
 #include "src/core/runtime.hpp"
 
+#include <poll.h>
 #include <sched.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -181,10 +184,14 @@ void Runtime::start_up() {
     if (peer_kind_[static_cast<std::size_t>(r)] != PeerKind::network)
       addresses[static_cast<std::size_t>(r)].clear();
   if (has_network_peers_) {
+    bootstrap_->set_progress([this] { progress_network(); });
     if (!network_)
       fail("ARMCI_Init", "ranks on other nodes need a network layer, and this build has none "
                          "(configure with UCX)");
     network_->set_peer_addresses(std::move(addresses));
+    // An Acc piece must fit one control message of the layer.
+    const std::size_t room = network_->capabilities().max_message;
+    acc_chunk_ = std::min(settings_.acc_chunk, room > 256 ? (room - 256) & ~std::size_t{15} : 16);
     network_->set_message_handler(kAccMessage, [this](int source, auto header, auto payload) {
       handle_acc_message(source, header, payload);
     });
@@ -216,7 +223,42 @@ void Runtime::start_up() {
   }
   bootstrap_->fence();
   control_->own.unlink();
+  if (network_ && settings_.progress_thread) start_progress_thread();
   if (settings_.verbose > 0 && rank_ == 0) print_info();
+}
+
+void Runtime::start_progress_thread() {
+  const int wakeup = network_->wakeup_fd();
+  if (wakeup < 0) return;  // the layer cannot block: progress stays inside calls
+  stop_progress_ = eventfd(0, EFD_CLOEXEC);
+  if (stop_progress_ < 0) fail("ARMCI_Init", "eventfd for the progress thread failed");
+  progress_thread_ = std::thread([this, wakeup] {
+    // Serves the network while the application computes or sits in another
+    // library (MPI): Accs addressed to us, and the answers UCX owes peers.
+    // It sleeps in poll() whenever nothing is pending.
+    pollfd fds[2] = {{wakeup, POLLIN, 0}, {stop_progress_, POLLIN, 0}};
+    for (;;) {
+      bool armed;
+      {
+        std::lock_guard guard(network_mutex_);
+        while (network_->progress() > 0) {
+        }
+        armed = network_->arm_wakeup();
+      }
+      if (!armed) continue;
+      if (poll(fds, 2, -1) < 0 && errno != EINTR) break;
+      if (fds[1].revents & POLLIN) break;
+    }
+  });
+}
+
+void Runtime::stop_progress_thread() {
+  if (!progress_thread_.joinable()) return;
+  const std::uint64_t one = 1;
+  if (write(stop_progress_, &one, sizeof one) != sizeof one) std::perror("armci: stopping the progress thread");
+  progress_thread_.join();
+  close(stop_progress_);
+  stop_progress_ = -1;
 }
 
 void Runtime::build_topology(const std::vector<std::string>& hosts) {
@@ -298,12 +340,14 @@ void Runtime::shut_down() {
   // puts into ours.
   if (network_) {
     platform::Completion flushed;
-    network_->flush_all(flushed);
+    with_network([&](platform::Network& net) { net.flush_all(flushed); });
     wait("ARMCI_Finalize", flushed);
   }
   bootstrap_->fence();
   free_allocation(*control_);
   control_.reset();
+  bootstrap_->set_progress(nullptr);
+  stop_progress_thread();
   network_.reset();
   bootstrap_.reset();
 }
@@ -332,8 +376,10 @@ std::unique_ptr<Allocation> Runtime::collective_allocate(std::size_t bytes, bool
   record.add<std::uint64_t>(bytes);
   std::vector<std::byte> packed;
   if (bytes > 0 && has_network_peers_) {
-    allocation->registration = network_->register_memory(allocation->own.address(), allocation->own.size());
-    packed = network_->pack_remote_key(allocation->registration);
+    with_network([&](platform::Network& net) {
+      allocation->registration = net.register_memory(allocation->own.address(), allocation->own.size());
+      packed = net.pack_remote_key(allocation->registration);
+    });
   }
   record.add_bytes(packed);
   auto records = bootstrap_->allgather(record.bytes);
@@ -355,7 +401,7 @@ std::unique_ptr<Allocation> Runtime::collective_allocate(std::size_t bytes, bool
                                "-" + std::to_string(allocation->id);
       allocation->mapped[i] = platform::SharedSegment::attach(name, allocation->sizes[i]);
     } else if (peer_kind(r) == PeerKind::network) {
-      allocation->keys[i] = network_->unpack_remote_key(r, key);
+      allocation->keys[i] = with_network([&](platform::Network& net) { return net.unpack_remote_key(r, key); });
     }
   }
   // Every neighbour has mapped my segment once all have passed this point;
@@ -370,11 +416,13 @@ std::unique_ptr<Allocation> Runtime::collective_allocate(std::size_t bytes, bool
 void Runtime::free_allocation(Allocation& allocation) {
   for (int r = 0; r < size_; ++r) {
     const auto i = static_cast<std::size_t>(r);
-    if (allocation.keys[i]) network_->release_remote_key(allocation.keys[i]);
+    if (allocation.keys[i])
+      with_network([&](platform::Network& net) { net.release_remote_key(allocation.keys[i]); });
     allocation.keys[i] = {};
     allocation.mapped[i].release();
   }
-  if (allocation.registration) network_->deregister_memory(allocation.registration);
+  if (allocation.registration)
+    with_network([&](platform::Network& net) { net.deregister_memory(allocation.registration); });
   allocation.registration = {};
   allocation.own.release();
 }
@@ -399,7 +447,10 @@ std::vector<void*> Runtime::allocate(const char* call, std::size_t bytes) {
     if (peer_kind(r) == PeerKind::self) region.local = static_cast<std::byte*>(allocation->own.address());
     else if (peer_kind(r) == PeerKind::shared_memory)
       region.local = static_cast<std::byte*>(allocation->mapped[i].address());
-    regions_.insert(r, region);
+    {
+      std::lock_guard guard(network_mutex_);  // the progress thread reads the table
+      regions_.insert(r, region);
+    }
   }
   if (allocation->sizes[static_cast<std::size_t>(rank_)] > 0)
     allocation_of_base_[allocation->bases[static_cast<std::size_t>(rank_)]] = allocation->id;
@@ -436,7 +487,11 @@ void Runtime::release(const char* call, void* my_base) {
     fail(call, "argument 'ptr' is NULL but this rank's part of the allocation is not empty");
   Allocation& allocation = *found->second;
   for (int r = 0; r < size_; ++r)
-    if (allocation.sizes[static_cast<std::size_t>(r)] > 0) regions_.erase(r, allocation.bases[static_cast<std::size_t>(r)]);
+    if (allocation.sizes[static_cast<std::size_t>(r)] > 0)
+    {
+      std::lock_guard guard(network_mutex_);
+      regions_.erase(r, allocation.bases[static_cast<std::size_t>(r)]);
+    }
   if (my_base != nullptr) allocation_of_base_.erase(reinterpret_cast<std::uintptr_t>(my_base));
   free_allocation(allocation);
   allocations_.erase(found);
@@ -457,7 +512,7 @@ template <typename Done>
 void Runtime::progress_until(Done done) {
   Backoff backoff;
   while (!done()) {
-    if (network_) network_->progress();
+    progress_network();
     if (!done()) backoff.pause();
   }
 }
@@ -469,10 +524,10 @@ void Runtime::order_after_puts(int proc, bool full_flush) {
   if (!unordered) return;
   if (full_flush) {
     platform::Completion flushed;
-    network_->flush(proc, flushed);
+    with_network([&](platform::Network& net) { net.flush(proc, flushed); });
     wait("ARMCI_Fence", flushed);
   } else {
-    network_->order(proc);
+    with_network([&](platform::Network& net) { net.order(proc); });
   }
   unordered = 0;
 }
@@ -487,7 +542,9 @@ void Runtime::start_put(const char* call, const void* src, void* dst, std::size_
   }
   order_after_puts(proc, false);
   platform::LocalSegment segment{const_cast<void*>(src), bytes};
-  network_->put(proc, std::span(&segment, 1), reinterpret_cast<std::uintptr_t>(dst), region.key, completion);
+  with_network([&](platform::Network& net) {
+    net.put(proc, std::span(&segment, 1), reinterpret_cast<std::uintptr_t>(dst), region.key, completion);
+  });
   puts_unordered_[static_cast<std::size_t>(proc)] = 1;
 }
 
@@ -501,7 +558,9 @@ void Runtime::start_get(const char* call, const void* src, void* dst, std::size_
   }
   order_after_puts(proc, true);
   platform::LocalSegment segment{dst, bytes};
-  network_->get(proc, std::span(&segment, 1), reinterpret_cast<std::uintptr_t>(src), region.key, completion);
+  with_network([&](platform::Network& net) {
+    net.get(proc, std::span(&segment, 1), reinterpret_cast<std::uintptr_t>(src), region.key, completion);
+  });
 }
 
 void Runtime::apply_acc_locally(ControlBlock& control, int datatype, const AccScale& scale, void* dst,
@@ -544,8 +603,8 @@ void Runtime::start_acc(const char* call, int datatype, const AccScale& scale, c
   // The target applies it: the network cannot add floating-point data.
   order_after_puts(proc, true);
   const auto* bytes_in = static_cast<const std::byte*>(src);
-  for (std::size_t done = 0; done < bytes; done += settings_.acc_chunk) {
-    const std::size_t piece = std::min(settings_.acc_chunk, bytes - done);
+  for (std::size_t done = 0; done < bytes; done += acc_chunk_) {
+    const std::size_t piece = std::min(acc_chunk_, bytes - done);
     AccHeader header{};
     header.address = target + done;
     header.token = reinterpret_cast<std::uintptr_t>(&completion);
@@ -555,8 +614,10 @@ void Runtime::start_acc(const char* call, int datatype, const AccScale& scale, c
     // One count for the ack, on top of the send's own local completion.
     completion.pending.fetch_add(1, std::memory_order_relaxed);
     acks_pending_[static_cast<std::size_t>(proc)].fetch_add(1, std::memory_order_relaxed);
-    network_->send_message(proc, kAccMessage, std::as_bytes(std::span(&header, 1)),
-                           std::span(bytes_in + done, piece), completion);
+    with_network([&](platform::Network& net) {
+      net.send_message(proc, kAccMessage, std::as_bytes(std::span(&header, 1)), std::span(bytes_in + done, piece),
+                       completion);
+    });
   }
 }
 
@@ -565,7 +626,8 @@ void Runtime::handle_acc_message(int source, std::span<const std::byte> header_b
   AccHeader header;
   std::memcpy(&header, header_bytes.data(), sizeof header);
   // The origin checked the range, but a target trusts only its own table.
-  const Region* region = regions_.find(rank_, header.address, header.bytes);
+  // Runs on whichever thread drives progress: no write to the lookup cache.
+  const Region* region = regions_.find_without_caching(rank_, header.address, header.bytes);
   if (region == nullptr || payload.size() != header.bytes || acc_element_size(header.datatype) == 0)
     fail("ARMCI_Acc", "argument 'dst' of a request from rank %d (0x%llx, %llu bytes) is not inside "
                       "any ARMCI_Malloc region of rank %d",
@@ -588,7 +650,7 @@ void Runtime::wait(const char* call, platform::Completion& completion) {
 }
 
 bool Runtime::test(const char* call, platform::Completion& completion) {
-  if (!completion.done() && network_) network_->progress();
+  if (!completion.done()) progress_network();
   if (!completion.done()) return false;
   if (int error = completion.error.load(); error != 0) [[unlikely]]
     fail(call, "the network layer reported: %s", network_ ? network_->error_string(error).c_str() : "?");
@@ -607,7 +669,7 @@ void Runtime::fence(int proc) {
     return;
   }
   platform::Completion flushed;
-  network_->flush(proc, flushed);
+  with_network([&](platform::Network& net) { net.flush(proc, flushed); });
   wait("ARMCI_Fence", flushed);
   progress_until([&] { return acks_pending_[static_cast<std::size_t>(proc)].load(std::memory_order_acquire) == 0; });
   puts_unordered_[static_cast<std::size_t>(proc)] = 0;
@@ -617,7 +679,7 @@ void Runtime::all_fence() {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (!network_) return;
   platform::Completion flushed;
-  network_->flush_all(flushed);
+  with_network([&](platform::Network& net) { net.flush_all(flushed); });
   wait("ARMCI_AllFence", flushed);
   for (int r = 0; r < size_; ++r) {
     progress_until([&] { return acks_pending_[static_cast<std::size_t>(r)].load(std::memory_order_acquire) == 0; });
@@ -637,7 +699,9 @@ void Runtime::signal_barrier(int to, int round, std::uint64_t epoch) {
                                 static_cast<std::size_t>(round) * sizeof(std::uint64_t);
   platform::LocalSegment segment{&barrier_source_[round], sizeof(std::uint64_t)};
   platform::Completion sent;
-  network_->put(to, std::span(&segment, 1), remote, control_->keys[static_cast<std::size_t>(to)], sent);
+  with_network([&](platform::Network& net) {
+    net.put(to, std::span(&segment, 1), remote, control_->keys[static_cast<std::size_t>(to)], sent);
+  });
   wait("ARMCI_Barrier", sent);
 }
 

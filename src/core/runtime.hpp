@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -127,6 +129,22 @@ class Runtime {
   template <typename Done>
   void progress_until(Done done);
   void print_info() const;
+  void start_progress_thread();
+  void stop_progress_thread();
+
+  // Every call into the network layer holds network_mutex_: the progress
+  // thread and the application's thread share one (serialised) layer. The
+  // same-node path never takes it.
+  template <typename F>
+  decltype(auto) with_network(F&& f) {
+    std::lock_guard guard(network_mutex_);
+    return f(*network_);
+  }
+  void progress_network() {
+    if (!network_) return;
+    std::lock_guard guard(network_mutex_);
+    network_->progress();
+  }
 
   static Runtime* instance_;
 
@@ -136,6 +154,10 @@ class Runtime {
   std::unique_ptr<platform::Bootstrap> bootstrap_;
   std::unique_ptr<platform::Network> network_;
   bool has_network_peers_ = false;
+  std::size_t acc_chunk_ = 0;
+  std::mutex network_mutex_;
+  std::thread progress_thread_;
+  int stop_progress_ = -1;  // bytes of one Acc message to a network peer
   std::vector<PeerKind> peer_kind_;
   std::vector<int> node_of_;
   std::vector<std::vector<int>> node_members_;

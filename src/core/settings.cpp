@@ -43,6 +43,7 @@ Settings Settings::from_environment() {
   s.verbose = static_cast<int>(parse_integer("ARMCI_VERBOSE", 0, 0));
   s.acc_chunk = static_cast<std::size_t>(parse_integer("ARMCI_ACC_CHUNK", 64, 64 * 1024));
   s.acc_chunk &= ~std::size_t{15};  // whole elements of every type
+  s.progress_thread = parse_integer("ARMCI_PROGRESS_THREAD", 0, 1) != 0;
   return s;
 }
 
@@ -52,6 +53,7 @@ std::string Settings::describe() const {
       << "ARMCI_SHM=" << (shared_memory ? 1 : 0) << "\n"
       << "ARMCI_VNODE_SIZE=" << vnode_size << (vnode_size == 0 ? " (whole host)" : "") << "\n"
       << "ARMCI_ACC_CHUNK=" << acc_chunk << "\n"
+      << "ARMCI_PROGRESS_THREAD=" << (progress_thread ? 1 : 0) << "\n"
       << "ARMCI_VERBOSE=" << verbose << "\n";
   return out.str();
 }

@@ -14,6 +14,7 @@ struct Settings {
   int vnode_size = 0;                                // ARMCI_VNODE_SIZE (0: whole host)
   int verbose = 0;                                   // ARMCI_VERBOSE
   std::size_t acc_chunk = 64 * 1024;                 // ARMCI_ACC_CHUNK: bytes per Acc message
+  bool progress_thread = true;                       // ARMCI_PROGRESS_THREAD
 
   // Parses the environment; a malformed value is an error naming the variable.
   static Settings from_environment();

@@ -7,13 +7,14 @@
  * Cases: range (proc out of range), negsize (negative size), outside (remote
  * address just past the end of the target's region), straddle (a Put that
  * starts inside the region and runs past its end), null (NULL source),
- * uninit (Put before ARMCI_Init), badtype (Acc with data type 42).
+ * uninit (Put before ARMCI_Init), badtype (Acc with data type 42),
+ * badhandle (ARMCI_Wait on a handle that ARMCI_INIT_HANDLE never saw).
  */
 #include "mp_common.h"
 
 enum { REGION = 4096, WATCH_SECONDS = 5 };
 
-static const char *cases[] = {"range", "negsize", "outside", "straddle", "null", "uninit", "badtype"};
+static const char *cases[] = {"range", "negsize", "outside", "straddle", "null", "uninit", "badtype", "badhandle"};
 
 /* The rank before ARMCI_Init, from the launcher's environment. */
 static int launcher_rank(void) {
@@ -43,7 +44,8 @@ int main(int argc, char **argv) {
   if (argc == 2)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) known |= strcmp(argv[1], cases[i]) == 0;
   if (!known) {
-    fprintf(stderr, "usage: %s range|negsize|outside|straddle|null|uninit|badtype\n", argv[0]);
+    fprintf(stderr, "usage: %s range|negsize|outside|straddle|null|uninit|badtype|badhandle\n",
+            argv[0]);
     return 2;
   }
   const char *c = argv[1];
@@ -79,6 +81,12 @@ int main(int argc, char **argv) {
     } else if (strcmp(c, "badtype") == 0) {
       double scale = 1.0;
       ARMCI_Acc(42, &scale, src, base[1], 8, 1);
+    } else if (strcmp(c, "badhandle") == 0) {
+      /* Stack garbage, made deterministic so that it never happens to look
+       * like an initialised handle. */
+      armci_hdl_t h;
+      memset(&h, 0xC3, sizeof h);
+      ARMCI_Wait(&h);
     }
     /* The error may be detected only once the operation completes. */
     ARMCI_Fence(1);

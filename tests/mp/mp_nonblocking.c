@@ -7,7 +7,7 @@
 
 static int me, np;
 
-enum { ASZ = 4096 + 3, ASLOT = 4096 + 16, NIMPL = 1000, EBYTES = 65536 + 16, NEL = 8, ACC_ITERS = 60 };
+enum { ASZ = 4096 + 3, ASLOT = 4096 + 16, NIMPL = 1000, EBYTES = 65536 + 64, NEL = 8, ACC_ITERS = 60 };
 
 static void **alloc_all(size_t bytes) {
   void **base = malloc(sizeof(void *) * (size_t)np);
