@@ -59,6 +59,24 @@ void check_acc(const char* call, int datatype, const void* scale, int bytes) {
     fail(call, "argument 'bytes' (%d) is not a whole number of %zu-byte elements", bytes, element);
 }
 
+inline void check_transfer(const char* call, const Runtime& r, const void* src, const void* dst, int bytes,
+                           int proc) {
+  check_proc(call, r, proc);
+  check_bytes(call, bytes);
+  check_pointer(call, "src", src, bytes);
+  check_pointer(call, "dst", dst, bytes);
+}
+
+// A blocking operation: started, then waited for unless already finished
+// (same-node transfers finish inside start).
+template <typename Start>
+int blocking(const char* call, Runtime& r, Start start) {
+  Completion done;
+  start(done);
+  if (!done.done()) r.wait(call, done);
+  return 0;
+}
+
 // ---------------------------------------------------------------- handles
 
 // tag = marker (8 bits) | aggregate (1 bit) | generation (23 bits).
@@ -204,40 +222,28 @@ int ARMCI_Free_local(void* ptr) {
 
 int ARMCI_Put(void* src, void* dst, int bytes, int proc) {
   Runtime& r = runtime("ARMCI_Put");
-  check_proc("ARMCI_Put", r, proc);
-  check_bytes("ARMCI_Put", bytes);
-  check_pointer("ARMCI_Put", "src", src, bytes);
-  check_pointer("ARMCI_Put", "dst", dst, bytes);
-  Completion done;
-  r.start_put("ARMCI_Put", src, dst, static_cast<std::size_t>(bytes), proc, done);
-  if (!done.done()) r.wait("ARMCI_Put", done);
-  return 0;
+  check_transfer("ARMCI_Put", r, src, dst, bytes, proc);
+  return blocking("ARMCI_Put", r, [&](Completion& c) {
+    r.start_put("ARMCI_Put", src, dst, static_cast<std::size_t>(bytes), proc, c);
+  });
 }
 
 int ARMCI_Get(void* src, void* dst, int bytes, int proc) {
   Runtime& r = runtime("ARMCI_Get");
-  check_proc("ARMCI_Get", r, proc);
-  check_bytes("ARMCI_Get", bytes);
-  check_pointer("ARMCI_Get", "src", src, bytes);
-  check_pointer("ARMCI_Get", "dst", dst, bytes);
-  Completion done;
-  r.start_get("ARMCI_Get", src, dst, static_cast<std::size_t>(bytes), proc, done);
-  if (!done.done()) r.wait("ARMCI_Get", done);
-  return 0;
+  check_transfer("ARMCI_Get", r, src, dst, bytes, proc);
+  return blocking("ARMCI_Get", r, [&](Completion& c) {
+    r.start_get("ARMCI_Get", src, dst, static_cast<std::size_t>(bytes), proc, c);
+  });
 }
 
 int ARMCI_Acc(int datatype, void* scale, void* src, void* dst, int bytes, int proc) {
   Runtime& r = runtime("ARMCI_Acc");
-  check_proc("ARMCI_Acc", r, proc);
-  check_bytes("ARMCI_Acc", bytes);
-  check_pointer("ARMCI_Acc", "src", src, bytes);
-  check_pointer("ARMCI_Acc", "dst", dst, bytes);
+  check_transfer("ARMCI_Acc", r, src, dst, bytes, proc);
   check_acc("ARMCI_Acc", datatype, scale, bytes);
-  Completion done;
-  r.start_acc("ARMCI_Acc", datatype, armci::make_acc_scale(datatype, scale), src, dst,
-              static_cast<std::size_t>(bytes), proc, done);
-  if (!done.done()) r.wait("ARMCI_Acc", done);
-  return 0;
+  const auto factor = armci::make_acc_scale(datatype, scale);
+  return blocking("ARMCI_Acc", r, [&](Completion& c) {
+    r.start_acc("ARMCI_Acc", datatype, factor, src, dst, static_cast<std::size_t>(bytes), proc, c);
+  });
 }
 
 void ARMCI_INIT_HANDLE(armci_hdl_t* handle) {
@@ -260,10 +266,7 @@ void ARMCI_UNSET_AGGREGATE_HANDLE(armci_hdl_t* handle) {
 
 int ARMCI_NbPut(void* src, void* dst, int bytes, int proc, armci_hdl_t* handle) {
   Runtime& r = runtime("ARMCI_NbPut");
-  check_proc("ARMCI_NbPut", r, proc);
-  check_bytes("ARMCI_NbPut", bytes);
-  check_pointer("ARMCI_NbPut", "src", src, bytes);
-  check_pointer("ARMCI_NbPut", "dst", dst, bytes);
+  check_transfer("ARMCI_NbPut", r, src, dst, bytes, proc);
   return nonblocking("ARMCI_NbPut", r, proc, handle, [&](Completion& c) {
     r.start_put("ARMCI_NbPut", src, dst, static_cast<std::size_t>(bytes), proc, c);
   });
@@ -271,10 +274,7 @@ int ARMCI_NbPut(void* src, void* dst, int bytes, int proc, armci_hdl_t* handle) 
 
 int ARMCI_NbGet(void* src, void* dst, int bytes, int proc, armci_hdl_t* handle) {
   Runtime& r = runtime("ARMCI_NbGet");
-  check_proc("ARMCI_NbGet", r, proc);
-  check_bytes("ARMCI_NbGet", bytes);
-  check_pointer("ARMCI_NbGet", "src", src, bytes);
-  check_pointer("ARMCI_NbGet", "dst", dst, bytes);
+  check_transfer("ARMCI_NbGet", r, src, dst, bytes, proc);
   return nonblocking("ARMCI_NbGet", r, proc, handle, [&](Completion& c) {
     r.start_get("ARMCI_NbGet", src, dst, static_cast<std::size_t>(bytes), proc, c);
   });
@@ -282,10 +282,7 @@ int ARMCI_NbGet(void* src, void* dst, int bytes, int proc, armci_hdl_t* handle) 
 
 int ARMCI_NbAcc(int datatype, void* scale, void* src, void* dst, int bytes, int proc, armci_hdl_t* handle) {
   Runtime& r = runtime("ARMCI_NbAcc");
-  check_proc("ARMCI_NbAcc", r, proc);
-  check_bytes("ARMCI_NbAcc", bytes);
-  check_pointer("ARMCI_NbAcc", "src", src, bytes);
-  check_pointer("ARMCI_NbAcc", "dst", dst, bytes);
+  check_transfer("ARMCI_NbAcc", r, src, dst, bytes, proc);
   check_acc("ARMCI_NbAcc", datatype, scale, bytes);
   const auto factor = armci::make_acc_scale(datatype, scale);
   return nonblocking("ARMCI_NbAcc", r, proc, handle, [&](Completion& c) {
@@ -343,10 +340,9 @@ void ARMCI_Barrier(void) { runtime("ARMCI_Barrier").barrier(); }
     Runtime& r = runtime("ARMCI_PutValue" #Suffix);                                         \
     check_proc("ARMCI_PutValue" #Suffix, r, proc);                                          \
     check_pointer("ARMCI_PutValue" #Suffix, "dst", dst, 1);                                 \
-    Completion done;                                                                        \
-    r.start_put("ARMCI_PutValue" #Suffix, &src, dst, sizeof(Type), proc, done);             \
-    if (!done.done()) r.wait("ARMCI_PutValue" #Suffix, done);                               \
-    return 0;                                                                               \
+    return blocking("ARMCI_PutValue" #Suffix, r, [&](Completion& c) {                       \
+      r.start_put("ARMCI_PutValue" #Suffix, &src, dst, sizeof(Type), proc, c);              \
+    });                                                                                     \
   }                                                                                         \
   /* The value lives on this stack frame, so the put is complete locally  */                \
   /* before the call returns: the handle is left with nothing to wait for. */               \
@@ -363,9 +359,9 @@ void ARMCI_Barrier(void) { runtime("ARMCI_Barrier").barrier(); }
     check_proc("ARMCI_GetValue" #Suffix, r, proc);                                          \
     check_pointer("ARMCI_GetValue" #Suffix, "src", src, 1);                                 \
     Type value{};                                                                           \
-    Completion done;                                                                        \
-    r.start_get("ARMCI_GetValue" #Suffix, src, &value, sizeof(Type), proc, done);           \
-    if (!done.done()) r.wait("ARMCI_GetValue" #Suffix, done);                               \
+    blocking("ARMCI_GetValue" #Suffix, r, [&](Completion& c) {                              \
+      r.start_get("ARMCI_GetValue" #Suffix, src, &value, sizeof(Type), proc, c);            \
+    });                                                                                     \
     return value;                                                                           \
   }
 
