@@ -38,7 +38,7 @@ namespace detail {
 // into plain (vector) loads and stores. The unit-scale case has its own loop
 // because it is the common one and needs no multiply.
 template <typename T>
-[[gnu::optimize("tree-vectorize")]] void accumulate_typed(void* __restrict dst, const void* __restrict src,
+[[gnu::optimize("tree-vectorize"), gnu::target_clones("avx2", "default")]] void accumulate_typed(void* __restrict dst, const void* __restrict src,
                                                           std::size_t count, const AccScale& scale) {
   T factor;
   std::memcpy(&factor, scale.bytes, sizeof(T));

@@ -52,9 +52,12 @@ void copy_bytes(void* dst, const void* src, std::size_t bytes) noexcept {
   // The slow case needs a copy long enough for `rep movsb` and a destination
   // less than 256 bytes ahead of the source modulo the page size.
   constexpr std::size_t kMinimum = 1024;
+  // Past L2 size the copy is bound by memory and glibc's non-temporal path
+  // wins (measured: 1 MiB at +16 B, 26 GB/s against 24 backward).
+  constexpr std::size_t kMaximum = 512 * 1024;
   const std::size_t distance =
       (reinterpret_cast<std::uintptr_t>(dst) - reinterpret_cast<std::uintptr_t>(src)) & 4095;
-  if (bytes >= kMinimum && distance != 0 && distance < 256 && g_have_avx2) {
+  if (bytes >= kMinimum && bytes <= kMaximum && distance != 0 && distance < 256 && g_have_avx2) {
     copy_backward_avx2(static_cast<std::byte*>(dst), static_cast<const std::byte*>(src), bytes);
     return;
   }
