@@ -576,18 +576,15 @@ void Runtime::apply_acc_locally(ControlBlock& control, int datatype, const AccSc
     for (std::uintptr_t page = first; page <= last; ++page)
       stripes |= std::uint64_t{1} << (page % ControlBlock::kAccStripes);
   }
-  for (int s = 0; s < ControlBlock::kAccStripes; ++s) {
-    if (!(stripes >> s & 1)) continue;
+  for (std::uint64_t left = stripes; left != 0; left &= left - 1) {
+    auto& lock = control.acc_lock[__builtin_ctzll(left)];
     Backoff backoff;
-    auto& lock = control.acc_lock[s];
-    for (;;) {
-      if (lock.load(std::memory_order_relaxed) == 0 && lock.exchange(1, std::memory_order_acquire) == 0) break;
+    while (lock.load(std::memory_order_relaxed) != 0 || lock.exchange(1, std::memory_order_acquire) != 0)
       backoff.pause();
-    }
   }
   accumulate(datatype, scale, dst, src, bytes);
-  for (int s = 0; s < ControlBlock::kAccStripes; ++s)
-    if (stripes >> s & 1) control.acc_lock[s].store(0, std::memory_order_release);
+  for (std::uint64_t left = stripes; left != 0; left &= left - 1)
+    control.acc_lock[__builtin_ctzll(left)].store(0, std::memory_order_release);
 }
 
 void Runtime::start_acc(const char* call, int datatype, const AccScale& scale, const void* src, void* dst,
