@@ -20,6 +20,8 @@
 #include <endian.h>
 #include <fcntl.h>
 #include <infiniband/verbs.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -475,7 +477,7 @@ class VerbsNetwork final : public Network {
   std::string error_string(int code) const override;
 
   int progress() override;
-  int wakeup_fd() override { return channel_ != nullptr ? channel_->fd : -1; }
+  int wakeup_fd() override { return epoll_fd_; }
   bool arm_wakeup() override;
 
   VerbsStats stats() const;
@@ -548,6 +550,10 @@ class VerbsNetwork final : public Network {
   ibv_gid gid_{};
   ibv_pd* pd_ = nullptr;
   ibv_comp_channel* channel_ = nullptr;
+  // wakeup_fd(): an epoll set of the completion channel and a timer for
+  // handshake retransmissions, which no completion would announce.
+  int epoll_fd_ = -1;
+  int timer_fd_ = -1;
   ibv_cq* scq_ = nullptr;
   ibv_cq* rcq_ = nullptr;
   ibv_srq* srq_ = nullptr;
@@ -657,6 +663,16 @@ VerbsNetwork::VerbsNetwork(int rank, int size) : rank_(rank), size_(size) {
     // arm_wakeup() drains events without blocking.
     int fl = fcntl(channel_->fd, F_GETFL);
     if (fl < 0 || fcntl(channel_->fd, F_SETFL, fl | O_NONBLOCK) < 0) fail_errno("fcntl");
+    timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (timer_fd_ < 0) fail_errno("timerfd_create");
+    epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+    if (epoll_fd_ < 0) fail_errno("epoll_create1");
+    for (int fd : {channel_->fd, timer_fd_}) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.fd = fd;
+      if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) fail_errno("epoll_ctl");
+    }
 
     const std::size_t max_cqe = static_cast<std::size_t>(dev_.max_cqe);
     cq_budget_ = std::min(cfg_.cq_size, max_cqe - kUdDepth);
@@ -814,6 +830,10 @@ void VerbsNetwork::teardown() noexcept {
     rcq_ = nullptr;
   }
   scq_events_ = rcq_events_ = 0;
+  if (epoll_fd_ >= 0) close(epoll_fd_);
+  epoll_fd_ = -1;
+  if (timer_fd_ >= 0) close(timer_fd_);
+  timer_fd_ = -1;
   if (channel_ != nullptr) ibv_destroy_comp_channel(channel_);
   channel_ = nullptr;
   if (pd_ != nullptr) ibv_dealloc_pd(pd_);
@@ -1889,9 +1909,31 @@ int VerbsNetwork::progress() {
 
 bool VerbsNetwork::arm_wakeup() {
   drain_channel();
+  std::uint64_t expirations;
+  while (read(timer_fd_, &expirations, sizeof expirations) > 0) {
+  }
   if (stashed_send_ || stashed_recv_ || handler_error_) return false;
-  // Handshakes advance on timers, which no completion announces.
-  if (!connecting_.empty()) return false;
+  // Handshakes advance on timers: the next retransmission or deadline arms
+  // the timer, so a caller asleep on wakeup_fd() still drives them.
+  itimerspec when{};
+  if (!connecting_.empty()) {
+    Clock::time_point next = Clock::time_point::max();
+    for (int r : connecting_) {
+      const Peer& p = peers_[static_cast<std::size_t>(r)];
+      if (p.state == State::req_sent || p.state == State::rtr_wait) {
+        next = std::min({next, p.next_retry, p.deadline});
+      }
+    }
+    const auto now = Clock::now();
+    if (next <= now) return false;
+    if (next != Clock::time_point::max()) {
+      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(next - now).count();
+      when.it_value.tv_sec = static_cast<time_t>(ns / 1000000000);
+      when.it_value.tv_nsec = static_cast<long>(ns % 1000000000);
+    }
+  }
+  // A zero it_value disarms a timer left from an earlier call.
+  if (timerfd_settime(timer_fd_, 0, &when, nullptr) != 0) fail_errno("timerfd_settime");
   if (ibv_req_notify_cq(scq_, 0) || ibv_req_notify_cq(rcq_, 0)) fail_errno("ibv_req_notify_cq");
   // Whatever completed before the request was armed raises no event: look.
   stashed_recv_ = std::max(0, ibv_poll_cq(rcq_, static_cast<int>(stash_recv_.size()),
