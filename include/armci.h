@@ -134,6 +134,48 @@ long ARMCI_GetValueLong(void *src, int proc);
 float ARMCI_GetValueFloat(void *src, int proc);
 double ARMCI_GetValueDouble(void *src, int proc);
 
+/* Atomic read-modify-write of one int or long at proc (values as in
+ * ARMCI-MPI). FETCH_AND_ADD*: *prem += value (value is sign-extended for the
+ * LONG form), *ploc receives the old *prem. SWAP*: *prem takes *ploc, and
+ * *ploc receives the old *prem. prem must lie in an ARMCI_Malloc region of
+ * proc and be aligned to its type (4 or 8 bytes). Rmw operations are atomic
+ * with respect to each other, from every rank; not with respect to Put or
+ * Acc on the same location. A job with any rank reached through the network
+ * does every Rmw through the network layer, self and neighbours included,
+ * because network atomics need not be atomic with CPU atomics; a job within
+ * one node's shared memory uses CPU atomics. */
+enum ARMCI_Rmw_e { ARMCI_FETCH_AND_ADD, ARMCI_FETCH_AND_ADD_LONG, ARMCI_SWAP, ARMCI_SWAP_LONG };
+int ARMCI_Rmw(int op, void *ploc, void *prem, int value, int proc);
+
+/* Mutexes. ARMCI_Create_mutexes(count) is collective: each rank hosts
+ * `count` mutexes (counts may differ between ranks; 0 is allowed), numbered
+ * 0..count-1, all free. Only one set exists at a time: ARMCI_Destroy_mutexes
+ * (collective, no mutex held) ends it. ARMCI_Lock(mutex, proc) blocks until
+ * this rank holds mutex `mutex` of rank proc; waiters are served in the order
+ * they arrived (FIFO queue lock) and wait on their own memory, not by polling
+ * proc. Mutexes are not recursive; a rank may hold several different ones.
+ * ARMCI_Unlock completes this rank's outstanding Puts and Accs (remote
+ * completion) before it hands the mutex on, so the next holder sees them. */
+int ARMCI_Create_mutexes(int count);
+int ARMCI_Destroy_mutexes(void);
+void ARMCI_Lock(int mutex, int proc);
+void ARMCI_Unlock(int mutex, int proc);
+
+/* Put followed by *flag = value at proc (flag: an int in an ARMCI_Malloc
+ * region of proc): when the target sees the flag's new value, the data is in
+ * place. */
+int ARMCI_Put_flag(void *src, void *dst, int bytes, int *flag, int value, int proc);
+
+/* Pairwise notifications (as in ARMCI). armci_notify(proc) tells proc that
+ * this rank's earlier operations to proc are in place and returns how many
+ * notifications this rank has sent to proc. armci_notify_wait(proc, &v)
+ * waits for one more notification from proc than it waited for before: it
+ * returns once the count received from proc reaches the count of waits, with
+ * *pval (if not NULL) = the count waited for and the return value = the
+ * count received so far (which may be larger). */
+int armci_notify(int proc);
+int armci_notify_wait(int proc, int *pval);
+
 /* Topology. */
 enum armci_domain_e { ARMCI_DOMAIN_SMP };
 typedef int armci_domain_t;

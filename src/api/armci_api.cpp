@@ -6,6 +6,7 @@
 #include "src/core/acc.hpp"
 #include "src/core/error.hpp"
 #include "src/core/runtime.hpp"
+#include "src/core/sync.hpp"
 
 using armci::fail;
 using armci::PeerKind;
@@ -370,6 +371,62 @@ ARMCI_VALUE_CALLS(Long, long)
 ARMCI_VALUE_CALLS(Float, float)
 ARMCI_VALUE_CALLS(Double, double)
 #undef ARMCI_VALUE_CALLS
+
+// ---------------------------------------------------------------- synchronisation
+
+int ARMCI_Rmw(int op, void* ploc, void* prem, int value, int proc) {
+  Runtime& r = runtime("ARMCI_Rmw");
+  check_proc("ARMCI_Rmw", r, proc);
+  if (op < ARMCI_FETCH_AND_ADD || op > ARMCI_SWAP_LONG)
+    fail("ARMCI_Rmw", "argument 'op' (%d) is not ARMCI_FETCH_AND_ADD, ARMCI_FETCH_AND_ADD_LONG, "
+                      "ARMCI_SWAP or ARMCI_SWAP_LONG", op);
+  check_pointer("ARMCI_Rmw", "ploc", ploc, 1);
+  check_pointer("ARMCI_Rmw", "prem", prem, 1);
+  r.sync().rmw("ARMCI_Rmw", op, ploc, prem, value, proc);
+  return 0;
+}
+
+int ARMCI_Create_mutexes(int count) {
+  runtime("ARMCI_Create_mutexes").sync().create_mutexes("ARMCI_Create_mutexes", count);
+  return 0;
+}
+
+int ARMCI_Destroy_mutexes(void) {
+  runtime("ARMCI_Destroy_mutexes").sync().destroy_mutexes("ARMCI_Destroy_mutexes");
+  return 0;
+}
+
+void ARMCI_Lock(int mutex, int proc) {
+  Runtime& r = runtime("ARMCI_Lock");
+  check_proc("ARMCI_Lock", r, proc);
+  r.sync().lock("ARMCI_Lock", mutex, proc);
+}
+
+void ARMCI_Unlock(int mutex, int proc) {
+  Runtime& r = runtime("ARMCI_Unlock");
+  check_proc("ARMCI_Unlock", r, proc);
+  r.sync().unlock("ARMCI_Unlock", mutex, proc);
+}
+
+int ARMCI_Put_flag(void* src, void* dst, int bytes, int* flag, int value, int proc) {
+  Runtime& r = runtime("ARMCI_Put_flag");
+  check_transfer("ARMCI_Put_flag", r, src, dst, bytes, proc);
+  check_pointer("ARMCI_Put_flag", "flag", flag, 1);
+  r.sync().put_flag("ARMCI_Put_flag", src, dst, static_cast<std::size_t>(bytes), flag, value, proc);
+  return 0;
+}
+
+int armci_notify(int proc) {
+  Runtime& r = runtime("armci_notify");
+  check_proc("armci_notify", r, proc);
+  return r.sync().notify("armci_notify", proc);
+}
+
+int armci_notify_wait(int proc, int* pval) {
+  Runtime& r = runtime("armci_notify_wait");
+  check_proc("armci_notify_wait", r, proc);
+  return r.sync().notify_wait("armci_notify_wait", proc, pval);
+}
 
 // ---------------------------------------------------------------- topology
 

@@ -15,6 +15,7 @@
 #include "config.h"
 #include "src/core/copy.hpp"
 #include "src/core/error.hpp"
+#include "src/core/sync.hpp"
 #ifdef ARMCI_HAVE_UCX
 #include "platform/ucx/ucx_network.hpp"
 #endif
@@ -101,19 +102,11 @@ std::string short_hash(const std::string& text) {
   return out;
 }
 
-// Waiting loops spin briefly, then give the core away: with more ranks than
-// cores the rank being waited for may need this very core.
-class Backoff {
- public:
-  void pause() {
-    if (++spins_ > 32) sched_yield();
-  }
-
- private:
-  unsigned spins_ = 0;
-};
-
 }  // namespace
+
+void Backoff::pause() {
+  if (++spins_ > 32) sched_yield();
+}
 
 const char* to_string(PeerKind kind) {
   switch (kind) {
@@ -177,9 +170,9 @@ void Runtime::start_up() {
   }
   build_topology(hosts);
 
-  for (int r = 0; r < size_; ++r)
-    if (peer_kind_[static_cast<std::size_t>(r)] != PeerKind::network)
-      addresses[static_cast<std::size_t>(r)].clear();
+  // Every address stays, self and neighbours included: with network peers,
+  // Rmw and mutexes reach every rank through the network layer
+  // (atomics_over_network()).
   if (has_network_peers_) {
     bootstrap_->set_progress([this] { progress_network(); });
     if (!network_)
@@ -220,6 +213,7 @@ void Runtime::start_up() {
   }
   bootstrap_->fence();
   control_->own.unlink();
+  sync_ = std::make_unique<Sync>(*this);
   if (network_ && settings_.progress_thread) start_progress_thread();
   if (settings_.verbose > 0 && rank_ == 0) print_info();
 }
@@ -332,6 +326,9 @@ void Runtime::print_info() const {
   }
   std::fprintf(stderr, "armci: info: network layer: %s\n",
                network_ ? network_->capabilities().name.c_str() : "none (all peers local)");
+  std::fprintf(stderr, "armci: info: Rmw and mutexes: %s\n",
+               atomics_over_network() ? "network atomics, to every rank (self included)"
+                                      : "CPU atomics on node-shared memory");
   for (int n = 0; n < node_count(); ++n) {
     std::string members;
     for (int m : node_members(n)) members += (members.empty() ? "" : ",") + std::to_string(m);
@@ -352,6 +349,7 @@ void Runtime::shut_down() {
   for (auto& [id, allocation] : allocations_) free_allocation(*allocation);
   allocations_.clear();
   allocation_of_base_.clear();
+  sync_.reset();
   // The last barrier's puts completed locally only; flush them before the
   // peers' control blocks go, and let a bootstrap fence cover the peers'
   // puts into ours.
@@ -417,9 +415,10 @@ std::unique_ptr<Allocation> Runtime::collective_allocate(std::size_t bytes, bool
       const std::string name = "/armci-" + short_hash(bootstrap_->job_id()) + "-" + std::to_string(r) +
                                "-" + std::to_string(allocation->id);
       allocation->mapped[i] = platform::SharedSegment::attach(name, allocation->sizes[i]);
-    } else if (peer_kind(r) == PeerKind::network) {
-      allocation->keys[i] = with_network([&](platform::Network& net) { return net.unpack_remote_key(r, key); });
     }
+    // Self and neighbours too when atomics go through the network.
+    if (peer_kind(r) == PeerKind::network || (atomics_over_network() && !key.empty()))
+      allocation->keys[i] = with_network([&](platform::Network& net) { return net.unpack_remote_key(r, key); });
   }
   // Every neighbour has mapped my segment once all have passed this point;
   // then its name can go, so a crash leaves nothing behind in /dev/shm.
@@ -523,15 +522,6 @@ const Region& Runtime::find_region(const char* call, const char* argument, int p
     fail(call, "argument '%s' (%p, %zu bytes) is not inside any ARMCI_Malloc region of rank %d",
          argument, address, bytes, proc);
   return *region;
-}
-
-template <typename Done>
-void Runtime::progress_until(Done done) {
-  Backoff backoff;
-  while (!done()) {
-    progress_network();
-    if (!done()) backoff.pause();
-  }
 }
 
 void Runtime::order_after_puts(int proc, bool full_flush) {

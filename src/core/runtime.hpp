@@ -23,6 +23,18 @@
 
 namespace armci {
 
+class Sync;  // Rmw, mutexes, notify, Put_flag (src/core/sync.hpp)
+
+// Waiting loops spin briefly, then give the core away: with more ranks than
+// cores the rank being waited for may need this very core.
+class Backoff {
+ public:
+  void pause();
+
+ private:
+  unsigned spins_ = 0;
+};
+
 enum class PeerKind : std::uint8_t { self, shared_memory, network };
 const char* to_string(PeerKind kind);
 
@@ -74,6 +86,14 @@ class Runtime {
   PeerKind peer_kind(int proc) const { return peer_kind_[static_cast<std::size_t>(proc)]; }
   const Settings& settings() const { return settings_; }
 
+  // Rmw and mutexes use one mechanism per job, because network atomics need
+  // not be atomic with respect to CPU atomics (verbs NICs): when any rank of
+  // the job is reached through the network, every atomic goes through the
+  // network layer, to self and node neighbours too; otherwise CPU atomics on
+  // the shared mappings. The condition is the same at every rank.
+  bool atomics_over_network() const { return has_network_peers_; }
+  Sync& sync() { return *sync_; }
+
   // Topology: the (virtual) node of each rank.
   int node_of(int proc) const { return node_of_[static_cast<std::size_t>(proc)]; }
   int node_count() const { return static_cast<int>(node_members_.size()); }
@@ -106,11 +126,13 @@ class Runtime {
   void fence(int proc);
   void all_fence();
   void barrier();
+  ~Runtime();
 
   // Removes shared-memory names that are still linked; safe on error paths.
   void cleanup_names();
 
  private:
+  friend class Sync;
   Runtime() = default;
   void start_up();
   void shut_down();
@@ -128,7 +150,13 @@ class Runtime {
                           std::span<const std::byte> payload);
   void order_after_puts(int proc, bool full_flush);
   template <typename Done>
-  void progress_until(Done done);
+  void progress_until(Done done) {
+    Backoff backoff;
+    while (!done()) {
+      progress_network();
+      if (!done()) backoff.pause();
+    }
+  }
   void print_info() const;
   void start_progress_thread();
   void stop_progress_thread();
@@ -178,6 +206,7 @@ class Runtime {
   std::unique_ptr<std::atomic<std::int64_t>[]> acks_pending_;
   std::vector<std::uint8_t> puts_unordered_;  // per network peer
   Requests requests_;
+  std::unique_ptr<Sync> sync_;
 };
 
 }  // namespace armci

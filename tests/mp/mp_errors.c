@@ -8,13 +8,18 @@
  * address just past the end of the target's region), straddle (a Put that
  * starts inside the region and runs past its end), null (NULL source),
  * uninit (Put before ARMCI_Init), badtype (Acc with data type 42),
- * badhandle (ARMCI_Wait on a handle that ARMCI_INIT_HANDLE never saw).
+ * badhandle (ARMCI_Wait on a handle that ARMCI_INIT_HANDLE never saw),
+ * badop (ARMCI_Rmw with op 7), misaligned (ARMCI_Rmw of a long at an address
+ * that is not 8-byte aligned), mutexrange (ARMCI_Lock of a mutex index the
+ * target did not create), notheld (ARMCI_Unlock of a mutex this rank does not
+ * hold), createtwice (ARMCI_Create_mutexes without ARMCI_Destroy_mutexes).
  */
 #include "mp_common.h"
 
 enum { REGION = 4096, WATCH_SECONDS = 5 };
 
-static const char *cases[] = {"range", "negsize", "outside", "straddle", "null", "uninit", "badtype", "badhandle"};
+static const char *cases[] = {"range", "negsize", "outside", "straddle", "null", "uninit", "badtype", "badhandle",
+                              "badop", "misaligned", "mutexrange", "notheld", "createtwice"};
 
 /* The rank before ARMCI_Init, from the launcher's environment. */
 static int launcher_rank(void) {
@@ -44,8 +49,8 @@ int main(int argc, char **argv) {
   if (argc == 2)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) known |= strcmp(argv[1], cases[i]) == 0;
   if (!known) {
-    fprintf(stderr, "usage: %s range|negsize|outside|straddle|null|uninit|badtype|badhandle\n",
-            argv[0]);
+    fprintf(stderr, "usage: %s range|negsize|outside|straddle|null|uninit|badtype|badhandle|badop|misaligned|"
+                    "mutexrange|notheld|createtwice\n", argv[0]);
     return 2;
   }
   const char *c = argv[1];
@@ -64,6 +69,9 @@ int main(int argc, char **argv) {
   void **base = malloc(sizeof(void *) * (size_t)np);
   MP_CHECK_INT(0, ARMCI_Malloc(base, REGION));
   memset(base[me], 0xA5, REGION);
+  /* Collective, so every rank takes part: 2 mutexes per rank. */
+  int mutex_case = strcmp(c, "mutexrange") == 0 || strcmp(c, "notheld") == 0 || strcmp(c, "createtwice") == 0;
+  if (mutex_case) ARMCI_Create_mutexes(2);
   ARMCI_Barrier();
 
   if (me == 0) {
@@ -87,6 +95,19 @@ int main(int argc, char **argv) {
       armci_hdl_t h;
       memset(&h, 0xC3, sizeof h);
       ARMCI_Wait(&h);
+    } else if (strcmp(c, "badop") == 0) {
+      long v = 1;
+      ARMCI_Rmw(7, &v, base[1], 1, 1);
+    } else if (strcmp(c, "misaligned") == 0) {
+      long v = 1;
+      ARMCI_Rmw(ARMCI_SWAP_LONG, &v, (char *)base[1] + 4, 0, 1);
+    } else if (strcmp(c, "mutexrange") == 0) {
+      ARMCI_Lock(2, 1);
+    } else if (strcmp(c, "notheld") == 0) {
+      ARMCI_Lock(0, 1);
+      ARMCI_Unlock(1, 1);
+    } else if (strcmp(c, "createtwice") == 0) {
+      ARMCI_Create_mutexes(2);
     }
     /* The error may be detected only once the operation completes. */
     ARMCI_Fence(1);

@@ -1,0 +1,267 @@
+// ARMCI_Rmw, notify / notify_wait and Put_flag, on top of the word-level
+// atomics of Sync (see sync.hpp for why one mechanism serves the whole job).
+#include <atomic>
+#include <cstring>
+#include <stdexcept>
+
+#include "src/core/error.hpp"
+#include "src/core/runtime.hpp"
+#include "src/core/sync.hpp"
+
+namespace armci {
+
+static_assert(sizeof(long) == 8, "ARMCI_FETCH_AND_ADD_LONG and ARMCI_SWAP_LONG assume a 64-bit long");
+static_assert(sizeof(int) == 4, "ARMCI_FETCH_AND_ADD and ARMCI_SWAP assume a 32-bit int");
+
+// Defined here, where Sync is complete.
+Runtime::~Runtime() = default;
+
+namespace {
+
+template <typename T>
+std::atomic_ref<T> atomic_at(std::byte* p) {
+  return std::atomic_ref<T>(*reinterpret_cast<T*>(p));
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ set-up
+
+Sync::Sync(Runtime& runtime) : rt_(runtime), network_(runtime.atomics_over_network()) {
+  const auto n = static_cast<std::size_t>(rt_.size());
+  // [notify counters: one word per source rank][lock nodes], the same layout
+  // at every rank.
+  node_base_ = (n * sizeof(std::uint64_t) + 63) & ~std::size_t{63};
+  sync_ = rt_.collective_allocate(node_base_ + kLockSlots * sizeof(LockNode), true);
+  notify_sent_.assign(n, 0);
+  notify_waited_.assign(n, 0);
+  for (int s = kLockSlots - 1; s >= 0; --s) free_slots_.push_back(s);
+}
+
+Sync::~Sync() {
+  if (mutexes_) rt_.free_allocation(*mutexes_);
+  if (sync_) rt_.free_allocation(*sync_);
+}
+
+Sync::Word Sync::word_at(const Allocation& allocation, int proc, std::size_t offset) const {
+  const auto i = static_cast<std::size_t>(proc);
+  Word w;
+  w.proc = proc;
+  w.address = allocation.bases[i] + offset;
+  w.key = allocation.keys[i];
+  void* base = nullptr;
+  switch (rt_.peer_kind(proc)) {
+    case PeerKind::self: base = allocation.own.address(); break;
+    case PeerKind::shared_memory: base = allocation.mapped[i].address(); break;
+    case PeerKind::network: break;
+  }
+  if (base != nullptr) w.local = static_cast<std::byte*>(base) + offset;
+  return w;
+}
+
+Sync::Word Sync::user_word(const char* call, int proc, void* prem, std::size_t width) {
+  const auto address = reinterpret_cast<std::uintptr_t>(prem);
+  if (address % width != 0) [[unlikely]]
+    fail(call, "argument 'prem' (%p) is not %zu-byte aligned (an atomic %s at rank %d must be)", prem, width,
+         width == sizeof(long) ? "long" : "int", proc);
+  const Region& region = rt_.find_region(call, "prem", proc, prem, width);
+  Word w;
+  w.proc = proc;
+  w.address = address;
+  w.key = region.key;
+  if (region.local != nullptr) w.local = region.local + (address - region.base);
+  if (network_ ? !w.key : w.local == nullptr) [[unlikely]]
+    fail(call, "internal: rank %d's region holding 'prem' (%p) has no %s", proc, prem,
+         network_ ? "network key" : "local mapping");
+  return w;
+}
+
+// ------------------------------------------------------------------ words
+
+std::uint64_t Sync::guess(const Word& w) const {
+  const Seen& s = seen_[(w.address >> 3 ^ static_cast<std::size_t>(w.proc) * 0x9E3779B1u) % kSeen];
+  return s.address == w.address && s.proc == w.proc ? s.value : 0;
+}
+
+void Sync::remember(const Word& w, std::uint64_t value) {
+  Seen& s = seen_[(w.address >> 3 ^ static_cast<std::size_t>(w.proc) * 0x9E3779B1u) % kSeen];
+  s = {w.address, w.proc, value};
+}
+
+std::uint64_t Sync::fetch_add64(const char* call, const Word& w, std::uint64_t value) {
+  if (!network_) return atomic_at<std::uint64_t>(w.local).fetch_add(value);
+  // Blocking operations to one target are seen in order: an earlier put
+  // must not land after this.
+  rt_.order_after_puts(w.proc, false);
+  std::uint64_t old = 0;
+  platform::Completion done;
+  rt_.with_network([&](platform::Network& net) { net.fetch_add(w.proc, w.address, w.key, value, &old, done); });
+  rt_.wait(call, done);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  remember(w, old + value);
+  return old;
+}
+
+std::uint64_t Sync::compare_swap64(const char* call, const Word& w, std::uint64_t expected,
+                                   std::uint64_t desired) {
+  if (!network_) {
+    atomic_at<std::uint64_t>(w.local).compare_exchange_strong(expected, desired);
+    return expected;  // the old value either way
+  }
+  rt_.order_after_puts(w.proc, false);
+  std::uint64_t old = 0;
+  platform::Completion done;
+  rt_.with_network([&](platform::Network& net) {
+    net.compare_swap(w.proc, w.address, w.key, expected, desired, &old, done);
+  });
+  rt_.wait(call, done);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  remember(w, old == expected ? desired : old);
+  return old;
+}
+
+std::uint64_t Sync::swap64(const char* call, const Word& w, std::uint64_t value) {
+  if (!network_) return atomic_at<std::uint64_t>(w.local).exchange(value);
+  // The platform has compare-and-swap and fetch-and-add only (verbs has no
+  // swap): loop, each failure handing back the current value to try next.
+  std::uint64_t expected = guess(w);
+  for (;;) {
+    const std::uint64_t old = compare_swap64(call, w, expected, value);
+    if (old == expected) return old;
+    expected = old;
+  }
+}
+
+std::uint32_t Sync::update32(const char* call, const Word& lane, bool add, std::uint32_t value) {
+  if (!network_) {
+    auto a = atomic_at<std::uint32_t>(lane.local);
+    return add ? a.fetch_add(value) : a.exchange(value);
+  }
+  // Network atomics are 64-bit: work on the aligned word that holds the
+  // lane, leaving the other half as it is. (Every ARMCI_Malloc part is
+  // page-aligned and its mapping page-rounded, so the word is registered
+  // memory even where the region ends in the middle of it.)
+  const auto offset = static_cast<unsigned>(lane.address & 7);
+  Word whole = lane;
+  whole.address -= offset;
+  if (whole.local != nullptr) whole.local -= offset;
+  std::uint64_t expected = guess(whole);
+  for (;;) {
+    const std::uint32_t old_lane = word_lane(expected, offset);
+    const std::uint64_t desired = with_lane(expected, offset, add ? old_lane + value : value);
+    const std::uint64_t old = compare_swap64(call, whole, expected, desired);
+    if (old == expected) return old_lane;
+    expected = old;
+  }
+}
+
+void Sync::store64(const char* call, const Word& w, std::uint64_t value) {
+  if (w.local != nullptr) {
+    atomic_at<std::uint64_t>(w.local).store(value, std::memory_order_release);
+    return;
+  }
+  std::uint64_t source = value;  // lives until the put completes locally
+  platform::LocalSegment segment{&source, sizeof source};
+  platform::Completion sent;
+  rt_.with_network([&](platform::Network& net) {
+    net.put(w.proc, std::span(&segment, 1), w.address, w.key, sent);
+  });
+  rt_.wait(call, sent);
+}
+
+std::uint64_t Sync::load_own(std::size_t offset) const {
+  return atomic_at<std::uint64_t>(static_cast<std::byte*>(sync_->own.address()) + offset)
+      .load(std::memory_order_acquire);
+}
+
+// ------------------------------------------------------------------ Rmw
+
+void Sync::rmw(const char* call, int op, void* ploc, void* prem, int value, int proc) {
+  switch (op) {
+    case kFetchAndAdd: {
+      const Word w = user_word(call, proc, prem, sizeof(int));
+      const std::uint32_t old = update32(call, w, true, static_cast<std::uint32_t>(value));
+      std::memcpy(ploc, &old, sizeof old);
+      return;
+    }
+    case kFetchAndAddLong: {
+      const Word w = user_word(call, proc, prem, sizeof(long));
+      // The increment is an int, sign-extended to long.
+      const std::uint64_t old = fetch_add64(call, w, static_cast<std::uint64_t>(static_cast<long>(value)));
+      std::memcpy(ploc, &old, sizeof old);
+      return;
+    }
+    case kSwap: {
+      const Word w = user_word(call, proc, prem, sizeof(int));
+      std::uint32_t fresh;
+      std::memcpy(&fresh, ploc, sizeof fresh);
+      const std::uint32_t old = update32(call, w, false, fresh);
+      std::memcpy(ploc, &old, sizeof old);
+      return;
+    }
+    case kSwapLong: {
+      const Word w = user_word(call, proc, prem, sizeof(long));
+      std::uint64_t fresh;
+      std::memcpy(&fresh, ploc, sizeof fresh);
+      const std::uint64_t old = swap64(call, w, fresh);
+      std::memcpy(ploc, &old, sizeof old);
+      return;
+    }
+    default:
+      fail(call, "argument 'op' (%d) is not ARMCI_FETCH_AND_ADD, ARMCI_FETCH_AND_ADD_LONG, ARMCI_SWAP or "
+                 "ARMCI_SWAP_LONG", op);
+  }
+}
+
+// ------------------------------------------------------------------ flags and notifications
+
+void Sync::put_flag(const char* call, const void* src, void* dst, std::size_t bytes, int* flag, int value,
+                    int proc) {
+  // Both ranges are checked before anything moves.
+  if (reinterpret_cast<std::uintptr_t>(flag) % alignof(int) != 0)
+    fail(call, "argument 'flag' (%p) is not %zu-byte aligned", static_cast<void*>(flag), alignof(int));
+  const Region& flag_region = rt_.find_region(call, "flag", proc, flag, sizeof(int));
+  std::byte* flag_local =
+      flag_region.local ? flag_region.local + (reinterpret_cast<std::uintptr_t>(flag) - flag_region.base) : nullptr;
+  if (bytes > 0) {  // start_put checks 'dst' before it writes
+    platform::Completion done;
+    rt_.start_put(call, src, dst, bytes, proc, done);
+    if (!done.done()) rt_.wait(call, done);
+  }
+  if (flag_local != nullptr) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    atomic_at<int>(flag_local).store(value, std::memory_order_release);
+    return;
+  }
+  // start_put orders this put after the data's (puts to one target are
+  // ordered), so the flag cannot land first.
+  platform::Completion done;
+  rt_.start_put(call, &value, flag, sizeof(int), proc, done);
+  if (!done.done()) rt_.wait(call, done);
+}
+
+int Sync::notify(const char* call, int proc) {
+  const auto p = static_cast<std::size_t>(proc);
+  const std::uint64_t count = ++notify_sent_[p];
+  // The notification must not overtake this rank's earlier operations to
+  // proc: Accs still being applied there, puts not yet ordered.
+  if (rt_.peer_kind(proc) == PeerKind::network) {
+    rt_.progress_until([&] { return rt_.acks_pending_[p].load(std::memory_order_acquire) == 0; });
+    rt_.order_after_puts(proc, false);
+  } else {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  }
+  // One writer per counter (this rank), so a store or put of the count does.
+  store64(call, word_at(*sync_, proc, notify_offset(rt_.rank())), count);
+  return static_cast<int>(count);
+}
+
+int Sync::notify_wait(const char* call, int proc, int* pval) {
+  const std::uint64_t want = ++notify_waited_[static_cast<std::size_t>(proc)];
+  std::uint64_t got = 0;
+  rt_.progress_until([&] { return (got = load_own(notify_offset(proc))) >= want; });
+  if (pval != nullptr) *pval = static_cast<int>(want);
+  return static_cast<int>(got);
+}
+
+}  // namespace armci

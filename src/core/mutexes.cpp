@@ -1,0 +1,150 @@
+// ARMCI mutexes: an MCS queue lock per mutex.
+//
+// Each mutex is one 64-bit tail word at its home rank, holding the id of the
+// last rank in its queue (0: free). Each rank has kLockSlots queue nodes in
+// its Sync allocation: {granted_wait, next}. To lock, a rank readies one of
+// its nodes, swaps its id into the tail (network: a compare-and-swap loop;
+// same-node jobs: a CPU exchange), and if there was a predecessor writes its
+// id into the predecessor's `next` and waits until its own `granted_wait`
+// drops to 0. To unlock, a rank with no successor swaps the tail back to 0;
+// otherwise (or when that fails because a successor is just joining) it
+// writes 0 into the successor's `granted_wait`.
+//
+// So the lock is FIFO (the order of the tail swaps), a waiter reads only its
+// own memory (driving the local network progress, never polling a remote
+// word), and a handover costs the releaser one write.
+#include <atomic>
+#include <cstddef>
+
+#include "src/core/error.hpp"
+#include "src/core/runtime.hpp"
+#include "src/core/sync.hpp"
+
+namespace armci {
+
+namespace {
+
+std::uint64_t mutex_key(int mutex, int proc) {
+  return static_cast<std::uint64_t>(static_cast<std::uint32_t>(proc)) << 32 | static_cast<std::uint32_t>(mutex);
+}
+
+std::atomic_ref<std::uint64_t> node_word(std::byte* node, std::size_t field) {
+  return std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(node + field));
+}
+
+}  // namespace
+
+int Sync::mutex_count(int proc) const {
+  return mutexes_ ? static_cast<int>(mutexes_->sizes[static_cast<std::size_t>(proc)] / sizeof(std::uint64_t)) : 0;
+}
+
+void Sync::create_mutexes(const char* call, int count) {
+  if (count < 0) fail(call, "argument 'count' (%d) is negative", count);
+  if (mutexes_)
+    fail(call, "mutexes exist already (an earlier ARMCI_Create_mutexes was not followed by "
+               "ARMCI_Destroy_mutexes)");
+  try {
+    // Zero-filled: every mutex starts free. The allocation's barrier means
+    // no rank locks before every home has its tails.
+    mutexes_ = rt_.collective_allocate(static_cast<std::size_t>(count) * sizeof(std::uint64_t), true);
+  } catch (const std::exception& e) {
+    fail(call, "allocating %d mutexes failed: %s", count, e.what());
+  }
+}
+
+void Sync::destroy_mutexes(const char* call) {
+  if (!mutexes_) fail(call, "no mutexes exist (ARMCI_Create_mutexes was not called, or they were destroyed)");
+  if (!held_.empty()) {
+    const std::uint64_t key = held_.begin()->first;
+    fail(call, "this rank still holds mutex %d of rank %d (unlock it first)",
+         static_cast<int>(key & 0xffffffffu), static_cast<int>(key >> 32));
+  }
+  // Nobody may still be working on a tail here when it goes.
+  rt_.barrier();
+  rt_.free_allocation(*mutexes_);
+  mutexes_.reset();
+}
+
+void Sync::complete_outstanding_writes() {
+  // What was written under the lock must be in place before the next holder
+  // can read it: flush when any put or Acc to a network peer may still be
+  // on its way. (Same-node writes are complete when they return.)
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (!rt_.network_) return;
+  for (int r = 0; r < rt_.size(); ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    if (rt_.puts_unordered_[i] || rt_.acks_pending_[i].load(std::memory_order_acquire) != 0) {
+      rt_.all_fence();
+      return;
+    }
+  }
+}
+
+void Sync::lock(const char* call, int mutex, int proc) {
+  if (!mutexes_) fail(call, "no mutexes exist (call ARMCI_Create_mutexes first)");
+  const int count = mutex_count(proc);
+  if (mutex < 0 || mutex >= count)
+    fail(call, "argument 'mutex' (%d) is out of range [0, %d) of the mutexes rank %d created", mutex, count, proc);
+  const std::uint64_t key = mutex_key(mutex, proc);
+  if (held_.contains(key))
+    fail(call, "argument 'mutex' (%d) of rank %d is held by this rank already (ARMCI mutexes are not recursive)",
+         mutex, proc);
+  if (free_slots_.empty())
+    fail(call, "this rank holds %d mutexes already, the most one rank may hold at once", kLockSlots);
+  const int slot = free_slots_.back();
+  free_slots_.pop_back();
+
+  const Word mine = word_at(*sync_, rt_.rank(), node_offset(slot));
+  node_word(mine.local, offsetof(LockNode, next)).store(0, std::memory_order_relaxed);
+  node_word(mine.local, offsetof(LockNode, granted_wait)).store(1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+
+  const std::uint64_t me = encode_waiter(rt_.rank(), slot);
+  const std::uint64_t previous = swap64(call, word_at(*mutexes_, proc, static_cast<std::size_t>(mutex) * 8), me);
+  if (previous != 0) {
+    const int holder = waiter_rank(previous);
+    const int holder_slot = waiter_slot(previous);
+    if (holder < 0 || holder >= rt_.size() || holder_slot >= kLockSlots || holder == rt_.rank())
+      fail(call, "mutex %d of rank %d is corrupt (its queue names rank %d, slot %d)", mutex, proc, holder,
+           holder_slot);
+    store64(call, word_at(*sync_, holder, node_offset(holder_slot) + offsetof(LockNode, next)), me);
+    auto granted = node_word(mine.local, offsetof(LockNode, granted_wait));
+    rt_.progress_until([&] { return granted.load(std::memory_order_acquire) == 0; });
+  }
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  held_.emplace(key, Held{slot});
+}
+
+void Sync::unlock(const char* call, int mutex, int proc) {
+  if (!mutexes_) fail(call, "no mutexes exist (call ARMCI_Create_mutexes first)");
+  const int count = mutex_count(proc);
+  if (mutex < 0 || mutex >= count)
+    fail(call, "argument 'mutex' (%d) is out of range [0, %d) of the mutexes rank %d created", mutex, count, proc);
+  const auto found = held_.find(mutex_key(mutex, proc));
+  if (found == held_.end()) fail(call, "argument 'mutex' (%d) of rank %d is not held by this rank", mutex, proc);
+  const int slot = found->second.slot;
+
+  complete_outstanding_writes();
+  const Word mine = word_at(*sync_, rt_.rank(), node_offset(slot));
+  auto next_word = node_word(mine.local, offsetof(LockNode, next));
+  std::uint64_t next = next_word.load(std::memory_order_acquire);
+  if (next == 0) {
+    const std::uint64_t me = encode_waiter(rt_.rank(), slot);
+    if (compare_swap64(call, word_at(*mutexes_, proc, static_cast<std::size_t>(mutex) * 8), me, 0) != me) {
+      // A successor swapped itself in and is about to link: wait for it.
+      rt_.progress_until([&] { return (next = next_word.load(std::memory_order_acquire)) != 0; });
+    }
+  }
+  if (next != 0) {
+    const int successor = waiter_rank(next);
+    const int successor_slot = waiter_slot(next);
+    if (successor < 0 || successor >= rt_.size() || successor_slot >= kLockSlots)
+      fail(call, "mutex %d of rank %d is corrupt (its queue names rank %d, slot %d)", mutex, proc, successor,
+           successor_slot);
+    store64(call, word_at(*sync_, successor, node_offset(successor_slot) + offsetof(LockNode, granted_wait)), 0);
+  }
+  held_.erase(found);
+  free_slots_.push_back(slot);
+}
+
+}  // namespace armci

@@ -1,0 +1,139 @@
+// The synchronisation calls of ARMCI: Rmw (fetch-and-add, swap), mutexes,
+// notify / notify_wait and Put_flag. Owned by the Runtime, used from the
+// application's thread only.
+//
+// One mechanism for atomics per job (Runtime::atomics_over_network()):
+// network atomics (a NIC's, or UCX's) need not be atomic with respect to CPU
+// atomics on the same word, so mixing them, say CPU atomics for a node
+// neighbour and the NIC for a rank on another node, could lose updates to
+// one counter. When any rank of the job is reached through the network,
+// every atomic goes through the network layer, to self and neighbours too
+// (UCX and verbs can target this very process); otherwise CPU atomics act on
+// the node-shared mappings. Plain words that only one rank writes at a time
+// (queue-lock links and grants, notify counters, Put_flag's flag) are written
+// by a store where this process maps the target and by a put otherwise.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "platform/network.hpp"
+
+namespace armci {
+
+class Runtime;
+struct Allocation;
+
+// ARMCI_Rmw operations, with the values of ARMCI-MPI's enum ARMCI_Rmw_e.
+enum RmwOp : int { kFetchAndAdd = 0, kFetchAndAddLong = 1, kSwap = 2, kSwapLong = 3 };
+
+// Where a queue-lock node id says the waiter is: rank and slot, 0 = nobody.
+constexpr std::uint64_t encode_waiter(int rank, int slot) {
+  return (static_cast<std::uint64_t>(rank) + 1) << 32 | static_cast<std::uint32_t>(slot);
+}
+constexpr int waiter_rank(std::uint64_t id) { return static_cast<int>((id >> 32) - 1); }
+constexpr int waiter_slot(std::uint64_t id) { return static_cast<int>(id & 0xffffffffu); }
+
+// The 32-bit lane of a 64-bit word at byte `lane_offset` (0 or 4) of the
+// word, little-endian, and the word with that lane replaced.
+constexpr std::uint32_t word_lane(std::uint64_t word, unsigned lane_offset) {
+  return static_cast<std::uint32_t>(word >> (8 * lane_offset));
+}
+constexpr std::uint64_t with_lane(std::uint64_t word, unsigned lane_offset, std::uint32_t lane) {
+  const unsigned shift = 8 * lane_offset;
+  return (word & ~(std::uint64_t{0xffffffffu} << shift)) | (std::uint64_t{lane} << shift);
+}
+
+class Sync {
+ public:
+  // Collective (part of start-up): allocates every rank's notify counters
+  // and queue-lock nodes.
+  explicit Sync(Runtime& runtime);
+  // Local: frees what this rank allocated; the caller has synchronised.
+  ~Sync();
+
+  Sync(const Sync&) = delete;
+  Sync& operator=(const Sync&) = delete;
+
+  void rmw(const char* call, int op, void* ploc, void* prem, int value, int proc);
+  void put_flag(const char* call, const void* src, void* dst, std::size_t bytes, int* flag, int value,
+                int proc);
+  int notify(const char* call, int proc);
+  int notify_wait(const char* call, int proc, int* pval);
+
+  void create_mutexes(const char* call, int count);
+  void destroy_mutexes(const char* call);
+  void lock(const char* call, int mutex, int proc);
+  void unlock(const char* call, int mutex, int proc);
+
+  // Queue-lock nodes per rank: how many mutexes one rank may hold or wait
+  // for at the same time.
+  static constexpr int kLockSlots = 128;
+
+ private:
+  // A 64-bit word at some rank: through this process's mapping (local) or
+  // through the network (key).
+  struct Word {
+    int proc = -1;
+    std::uintptr_t address = 0;  // in proc's address space
+    platform::RemoteKey key{};
+    std::byte* local = nullptr;
+  };
+  struct LockNode {  // one queue-lock node: written by other ranks
+    std::uint64_t granted_wait;  // 1 while waiting, 0 once the predecessor hands over
+    std::uint64_t next;          // the successor's id, 0 while none
+  };
+  struct Held {
+    int slot;
+  };
+
+  Word word_at(const Allocation& allocation, int proc, std::size_t offset) const;
+  Word user_word(const char* call, int proc, void* prem, std::size_t width);
+
+  // Atomics on 64-bit words, by the job's mechanism.
+  std::uint64_t fetch_add64(const char* call, const Word& w, std::uint64_t value);
+  std::uint64_t compare_swap64(const char* call, const Word& w, std::uint64_t expected,
+                               std::uint64_t desired);
+  std::uint64_t swap64(const char* call, const Word& w, std::uint64_t value);
+  // 32-bit lane of the aligned word that holds it (network: a compare-and-
+  // swap loop on the whole word); `add` or replace.
+  std::uint32_t update32(const char* call, const Word& lane, bool add, std::uint32_t value);
+
+  // A plain 64-bit store into a word only this rank writes at the moment.
+  void store64(const char* call, const Word& w, std::uint64_t value);
+  std::uint64_t load_own(std::size_t offset) const;
+
+  std::uint64_t guess(const Word& w) const;
+  void remember(const Word& w, std::uint64_t value);
+
+  std::size_t notify_offset(int source) const { return static_cast<std::size_t>(source) * 8; }
+  std::size_t node_offset(int slot) const {
+    return node_base_ + static_cast<std::size_t>(slot) * sizeof(LockNode);
+  }
+  void complete_outstanding_writes();
+  int mutex_count(int proc) const;
+
+  Runtime& rt_;
+  bool network_;  // atomics through the network layer
+  std::unique_ptr<Allocation> sync_;     // notify counters and lock nodes
+  std::unique_ptr<Allocation> mutexes_;  // queue tails, one word per mutex
+  std::size_t node_base_ = 0;
+  std::vector<std::uint64_t> notify_sent_;
+  std::vector<std::uint64_t> notify_waited_;
+  std::vector<int> free_slots_;
+  std::unordered_map<std::uint64_t, Held> held_;  // (proc << 32 | mutex) -> node slot
+
+  // Last value seen per word, a first guess for compare-and-swap loops.
+  struct Seen {
+    std::uintptr_t address = 0;
+    int proc = -1;
+    std::uint64_t value = 0;
+  };
+  static constexpr std::size_t kSeen = 64;
+  Seen seen_[kSeen];
+};
+
+}  // namespace armci
