@@ -10,17 +10,32 @@ cd "$build"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 status=0
 make -j1 check --no-print-directory VERBOSE=1 || status=$?
-# One closing line over both suites, from the runners' own logs.
-passed=0 failed=0
-if [ -f tests/unit/unit_tests.log ]; then
-  p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' tests/unit/unit_tests.log | tail -1)
-  f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' tests/unit/unit_tests.log | tail -1)
-  passed=$((passed + ${p:-0})) failed=$((failed + ${f:-0}))
+# The same suite over raw verbs, in the Soft-RoCE VM (ARMCI_TEST_VERBS=0 skips it
+# for a quick local run; CI always runs it).
+if [ "${ARMCI_TEST_VERBS:-1}" != 0 ]; then
+  "$top/scripts/test-verbs-vm.sh" 2>&1 | tee verbs-vm.log || status=1
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
-if [ -f tests/mp/run-mp-tests.sh.log ]; then
-  line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' tests/mp/run-mp-tests.sh.log | tail -1)
-  p=${line%% passed*}; f=${line#*passed, }; f=${f%% failed*}
-  passed=$((passed + ${p:-0})) failed=$((failed + ${f:-0}))
+
+# One closing line over every suite, from the runners' own logs.
+passed=0 failed=0
+add_gtest() {  # the gtest summary lines of a log
+  local p f
+  p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$1" | awk '{s+=$1} END {print s+0}')
+  f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$1" | awk '{s+=$1} END {print s+0}')
+  passed=$((passed + p)) failed=$((failed + f))
+}
+add_runner() {  # the "N passed, M failed" lines of the multi-process runner
+  local p f
+  p=$(grep -aE '^[0-9]+ passed, [0-9]+ failed' "$1" | awk '{s+=$1} END {print s+0}')
+  f=$(grep -aE '^[0-9]+ passed, [0-9]+ failed' "$1" | awk '{s+=$3} END {print s+0}')
+  passed=$((passed + p)) failed=$((failed + f))
+}
+[ -f tests/unit/unit_tests.log ] && add_gtest tests/unit/unit_tests.log
+[ -f tests/mp/run-mp-tests.sh.log ] && add_runner tests/mp/run-mp-tests.sh.log
+if [ -f verbs-vm.log ] && [ "${ARMCI_TEST_VERBS:-1}" != 0 ]; then
+  add_gtest verbs-vm.log
+  add_runner verbs-vm.log
 fi
 [ "$status" -ne 0 ] && [ "$failed" -eq 0 ] && failed=1
 echo "tests: $passed passed, $failed failed"

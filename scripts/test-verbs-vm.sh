@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs the verbs unit tests and the multi-process suite over raw verbs inside
+# the Soft-RoCE VM of ../shared/rxe-vm (a real kernel verbs stack: rdma_rxe),
+# with and without the shared-memory path. Run from the build directory.
+# The VM emulates its CPU, so the process counts stay small.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+vm=${RXE_VM_SCRIPT:-$top/../shared/rxe-vm/run-in-rxe-vm.sh}
+if [ ! -x "$vm" ]; then
+  echo "test-verbs-vm: $vm not found: the verbs tests need ../shared/rxe-vm beside the repository" >&2
+  exit 1
+fi
+build=$(pwd)
+[ -x tests/unit/unit_tests ] && [ -x tests/mp/run-mp-tests.sh ] || {
+  echo "test-verbs-vm: run from a build directory after make check" >&2
+  exit 1
+}
+export RXE_VM_TIMEOUT=${RXE_VM_TIMEOUT:-1200}
+# mpirun refuses the VM's default host name; the ARMCI_* modes are set by the runner.
+exec "$vm" bash -c "
+  set -u
+  hostname armci-vm
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  cd '$build'
+  status=0
+  ./tests/unit/unit_tests --gtest_filter='Verbs*' --gtest_brief=1 || status=1
+  MP_MODES='verbs' MP_NPS='2 3' MP_MPI_NPS='2' MP_TIMEOUT=300 ./tests/mp/run-mp-tests.sh || status=1
+  MP_MODES='verbs-mixed' MP_NPS='3' MP_MPI_NPS='3' MP_TESTS='mp_basic mp_acc mp_nonblocking mp_random mp_with_mpi' \
+    MP_TIMEOUT=300 ./tests/mp/run-mp-tests.sh || status=1
+  exit \$status
+"
