@@ -55,7 +55,7 @@ void Sync::create_mutexes(const char* call, int count) {
 void Sync::destroy_mutexes(const char* call) {
   if (!mutexes_) fail(call, "no mutexes exist (ARMCI_Create_mutexes was not called, or they were destroyed)");
   if (!held_.empty()) {
-    const std::uint64_t key = held_.begin()->first;
+    const std::uint64_t key = held_.front().key;
     fail(call, "this rank still holds mutex %d of rank %d (unlock it first)",
          static_cast<int>(key & 0xffffffffu), static_cast<int>(key >> 32));
   }
@@ -68,8 +68,8 @@ void Sync::destroy_mutexes(const char* call) {
 void Sync::complete_outstanding_writes() {
   // What was written under the lock must be in place before the next holder
   // can read it: flush when any put or Acc to a network peer may still be
-  // on its way. (Same-node writes are complete when they return.)
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  // on its way. (Same-node writes are complete when they return, and the
+  // release of the tail or of the grant orders them.)
   if (!rt_.network_) return;
   for (int r = 0; r < rt_.size(); ++r) {
     const auto i = static_cast<std::size_t>(r);
@@ -86,7 +86,7 @@ void Sync::lock(const char* call, int mutex, int proc) {
   if (mutex < 0 || mutex >= count)
     fail(call, "argument 'mutex' (%d) is out of range [0, %d) of the mutexes rank %d created", mutex, count, proc);
   const std::uint64_t key = mutex_key(mutex, proc);
-  if (held_.contains(key))
+  if (find_held(key) != held_.end())
     fail(call, "argument 'mutex' (%d) of rank %d is held by this rank already (ARMCI mutexes are not recursive)",
          mutex, proc);
   if (free_slots_.empty())
@@ -97,7 +97,9 @@ void Sync::lock(const char* call, int mutex, int proc) {
   const Word mine = word_at(*sync_, rt_.rank(), node_offset(slot));
   node_word(mine.local, offsetof(LockNode, next)).store(0, std::memory_order_relaxed);
   node_word(mine.local, offsetof(LockNode, granted_wait)).store(1, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  // The node is ready before anyone can find it through the tail (a CPU
+  // exchange orders this itself; a network operation needs the fence).
+  if (network_) std::atomic_thread_fence(std::memory_order_seq_cst);
 
   const std::uint64_t me = encode_waiter(rt_.rank(), slot);
   const std::uint64_t previous = swap64(call, word_at(*mutexes_, proc, static_cast<std::size_t>(mutex) * 8), me);
@@ -111,8 +113,8 @@ void Sync::lock(const char* call, int mutex, int proc) {
     auto granted = node_word(mine.local, offsetof(LockNode, granted_wait));
     rt_.progress_until([&] { return granted.load(std::memory_order_acquire) == 0; });
   }
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  held_.emplace(key, Held{slot});
+  if (network_) std::atomic_thread_fence(std::memory_order_seq_cst);
+  held_.push_back({key, slot});
 }
 
 void Sync::unlock(const char* call, int mutex, int proc) {
@@ -120,9 +122,9 @@ void Sync::unlock(const char* call, int mutex, int proc) {
   const int count = mutex_count(proc);
   if (mutex < 0 || mutex >= count)
     fail(call, "argument 'mutex' (%d) is out of range [0, %d) of the mutexes rank %d created", mutex, count, proc);
-  const auto found = held_.find(mutex_key(mutex, proc));
+  const auto found = find_held(mutex_key(mutex, proc));
   if (found == held_.end()) fail(call, "argument 'mutex' (%d) of rank %d is not held by this rank", mutex, proc);
-  const int slot = found->second.slot;
+  const int slot = found->slot;
 
   complete_outstanding_writes();
   const Word mine = word_at(*sync_, rt_.rank(), node_offset(slot));
@@ -143,7 +145,8 @@ void Sync::unlock(const char* call, int mutex, int proc) {
            successor_slot);
     store64(call, word_at(*sync_, successor, node_offset(successor_slot) + offsetof(LockNode, granted_wait)), 0);
   }
-  held_.erase(found);
+  *found = held_.back();
+  held_.pop_back();
   free_slots_.push_back(slot);
 }
 

@@ -17,7 +17,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <unordered_map>
 #include <vector>
 
 #include "platform/network.hpp"
@@ -87,6 +86,7 @@ class Sync {
     std::uint64_t next;          // the successor's id, 0 while none
   };
   struct Held {
+    std::uint64_t key;  // proc << 32 | mutex
     int slot;
   };
 
@@ -124,7 +124,12 @@ class Sync {
   std::vector<std::uint64_t> notify_sent_;
   std::vector<std::uint64_t> notify_waited_;
   std::vector<int> free_slots_;
-  std::unordered_map<std::uint64_t, Held> held_;  // (proc << 32 | mutex) -> node slot
+  std::vector<Held> held_;  // few at a time: a linear search beats a map
+  std::vector<Held>::iterator find_held(std::uint64_t key) {
+    for (auto it = held_.begin(); it != held_.end(); ++it)
+      if (it->key == key) return it;
+    return held_.end();
+  }
 
   // Last value seen per word, a first guess for compare-and-swap loops.
   struct Seen {
