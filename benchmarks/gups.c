@@ -1,0 +1,304 @@
+/*
+ * gups: HPCC RandomAccess in the style of its one-sided variants. A table of
+ * 64-bit words is spread over all ranks (2^L words each); every rank applies
+ * U updates at pseudo-random global indices. Variants:
+ *
+ *   lock   get-modify-put under an ARMCI mutex (64 mutexes per rank, chosen by
+ *          the word's offset): T[i] ^= r, HPCC's own update;
+ *   acc    ARMCI_NbAcc(ARMCI_LONG, scale 1) of r, at most 1024 in flight per
+ *          rank (ARMCI_WaitAll every 1024): T[i] += r. An Acc adds, it cannot
+ *          xor, so this variant (and the next) use the addition rule;
+ *   fadd   ARMCI_Rmw(ARMCI_FETCH_AND_ADD_LONG) of d = r mod 2^30 (the Rmw
+ *          value is an int): T[i] += d, one update in flight;
+ *   racy   get-modify-put with no lock (xor): not a correct variant; it shows
+ *          that the verification catches lost updates.
+ *
+ * Verification (untimed, as HPCC): every rank replays its stream with the
+ * inverse update (xor again / add -r / add -d) through the same variant, then
+ * every word must hold its initial value (its global index); the number of
+ * words that do not is the error count (exact variants: must be 0).
+ * Reported: GUPS = all updates / time of the forward pass / 1e9, median over
+ * repetitions. Builds against libarmci or ARMCI-MPI like contig_bench.
+ *
+ * Options: -l L (log2 words per rank, default 20), -u U (updates per rank,
+ * default 2^17), -r REPS (default 3), -v VARIANTS (comma list, default
+ * lock,acc,fadd), -c FILE (CSV to FILE instead of stdout).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <armci.h>
+#ifdef ARMCI_MPI
+#include <mpi.h>
+#endif
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(ARMCI_MPI)
+#define IMPL_NAME "armci-mpi"
+#elif defined(ARMCI_LIBARMCI)
+#define IMPL_NAME "libarmci"
+#else
+#define IMPL_NAME "armci"
+#endif
+
+#define POLY 0x0000000000000007ULL
+#define IN_FLIGHT 1024
+#define NMUTEX 64
+#define MAX_REPS 51
+
+static int me, np;
+static long L_words; /* words per rank */
+static long **table;
+static long **errors_at; /* one long per rank, gathered at rank 0 */
+
+static void die(const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "gups (rank %d): %s\n", me, msg);
+  fflush(stderr);
+  ARMCI_Error(msg, 1);
+  exit(1);
+}
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static void access_begin(void *p) {
+#ifdef ARMCI_MPI
+  ARMCI_Access_begin(p);
+#else
+  (void)p;
+#endif
+}
+static void access_end(void *p) {
+#ifdef ARMCI_MPI
+  ARMCI_Access_end(p);
+#else
+  (void)p;
+#endif
+}
+
+/* HPCC's generator: shift left, xor POLY when the top bit falls out. Each rank
+ * starts from its own scrambled seed. */
+static uint64_t next_random(uint64_t r) { return (r << 1) ^ ((int64_t)r < 0 ? POLY : 0); }
+static uint64_t start_random(int rank) {
+  uint64_t z = 0x9E3779B97F4A7C15ull * (uint64_t)(rank + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return (z ^ (z >> 31)) | 1;
+}
+
+enum variant { V_LOCK, V_ACC, V_FADD, V_RACY, NVARIANTS };
+static const char *variant_names[NVARIANTS] = {"lock", "acc", "fadd", "racy"};
+static const char *variant_rules[NVARIANTS] = {"xor", "add", "add(int)", "xor"};
+
+/* One pass over this rank's stream; inverse = 1 undoes a forward pass. */
+static void pass(enum variant v, long updates, int inverse) {
+  uint64_t r = start_random(me);
+  const uint64_t global = (uint64_t)L_words * (uint64_t)np;
+  static long acc_src[IN_FLIGHT];
+  long scale = inverse ? -1 : 1;
+  for (long u = 0; u < updates; u++) {
+    r = next_random(r);
+    uint64_t g = r % global;
+    int owner = (int)(g / (uint64_t)L_words);
+    long off = (long)(g % (uint64_t)L_words);
+    long *dst = table[owner] + off;
+    switch (v) {
+    case V_LOCK:
+    case V_RACY: {
+      long x;
+      if (v == V_LOCK) ARMCI_Lock((int)(off % NMUTEX), owner);
+      ARMCI_Get(dst, &x, sizeof x, owner);
+      x ^= (long)r;
+      ARMCI_Put(&x, dst, sizeof x, owner);
+      if (v == V_LOCK) ARMCI_Unlock((int)(off % NMUTEX), owner);
+      break;
+    }
+    case V_ACC: {
+      int slot = (int)(u % IN_FLIGHT);
+      if (slot == 0 && u > 0) ARMCI_WaitAll(); /* the ring of sources is reused */
+      acc_src[slot] = (long)r;
+      ARMCI_NbAcc(ARMCI_ACC_LNG, &scale, &acc_src[slot], dst, sizeof(long), owner, NULL);
+      break;
+    }
+    case V_FADD: {
+      int d = (int)(r & 0x3FFFFFFF);
+      long old;
+      ARMCI_Rmw(ARMCI_FETCH_AND_ADD_LONG, &old, dst, inverse ? -d : d, owner);
+      break;
+    }
+    default: break;
+    }
+  }
+  ARMCI_WaitAll();
+}
+
+static long count_errors(void) {
+  long bad = 0, base = (long)me * L_words;
+  access_begin(table[me]);
+  for (long i = 0; i < L_words; i++) bad += table[me][i] != base + i;
+  access_end(table[me]);
+  ARMCI_PutValueLong(bad, errors_at[0] + me, 0);
+  ARMCI_Barrier();
+  long total = 0;
+  if (me == 0) {
+    access_begin(errors_at[0]);
+    for (int r = 0; r < np; r++) total += errors_at[0][r];
+    access_end(errors_at[0]);
+  }
+  return total;
+}
+
+int main(int argc, char **argv) {
+#ifdef ARMCI_MPI
+  MPI_Init(&argc, &argv);
+#endif
+  ARMCI_Init();
+  me = armci_msg_me();
+  np = armci_msg_nproc();
+
+  int log_words = 20, reps = 3;
+  long updates = 1L << 17;
+  char variants_arg[128] = "lock,acc,fadd";
+  const char *csv_path = NULL;
+  int opt;
+  while ((opt = getopt(argc, argv, "l:u:r:v:c:h")) != -1) {
+    switch (opt) {
+    case 'l': log_words = atoi(optarg); break;
+    case 'u': updates = atol(optarg); break;
+    case 'r': reps = atoi(optarg); break;
+    case 'v': snprintf(variants_arg, sizeof variants_arg, "%s", optarg); break;
+    case 'c': csv_path = optarg; break;
+    default:
+      if (me == 0) fprintf(stderr, "usage: gups [-l LOG2WORDS] [-u UPDATES] [-r REPS] [-v lock,acc,fadd,racy] [-c FILE]\n");
+      ARMCI_Finalize();
+#ifdef ARMCI_MPI
+      MPI_Finalize();
+#endif
+      return opt == 'h' ? 0 : 2;
+    }
+  }
+  if (log_words < 4 || log_words > 30 || updates < 1 || reps < 1 || reps > MAX_REPS) die("bad options");
+  int chosen[NVARIANTS] = {0};
+  for (char *tok = strtok(variants_arg, ","); tok; tok = strtok(NULL, ",")) {
+    int found = 0;
+    for (int v = 0; v < NVARIANTS; v++)
+      if (strcmp(tok, variant_names[v]) == 0) chosen[v] = found = 1;
+    if (!found) die("unknown variant '%s' (lock, acc, fadd, racy)", tok);
+  }
+
+  L_words = 1L << log_words;
+  table = malloc(sizeof(long *) * (size_t)np);
+  errors_at = malloc(sizeof(long *) * (size_t)np);
+  if (ARMCI_Malloc((void **)table, (armci_size_t)(L_words * (long)sizeof(long)))) die("ARMCI_Malloc failed");
+  if (ARMCI_Malloc((void **)errors_at, (armci_size_t)(np * (long)sizeof(long)))) die("ARMCI_Malloc failed");
+  access_begin(table[me]);
+  for (long i = 0; i < L_words; i++) table[me][i] = (long)me * L_words + i;
+  access_end(table[me]);
+  ARMCI_Create_mutexes(NMUTEX);
+  ARMCI_Barrier();
+
+  const char *mode = "mpi";
+#ifndef ARMCI_MPI
+  int all_local = ARMCI_Uses_shm();
+  for (int r = 0; r < np; r++) all_local &= ARMCI_Same_node(r);
+  mode = all_local ? "cpu-atomics" : "network";
+#endif
+
+  struct row {
+    int v;
+    double t, gups;
+    long errors;
+  } rows[NVARIANTS];
+  int nrows = 0;
+  for (int v = 0; v < NVARIANTS; v++) {
+    if (!chosen[v]) continue;
+    double times[MAX_REPS];
+    long errors = 0;
+    for (int r = 0; r < reps; r++) {
+      ARMCI_Barrier();
+      double t0 = now();
+      pass((enum variant)v, updates, 0);
+      ARMCI_Barrier();
+      times[r] = now() - t0;
+      pass((enum variant)v, updates, 1);
+      ARMCI_Barrier();
+      long e = count_errors();
+      errors += e;
+      if (e != 0 && v != V_RACY) {
+        /* A wrong table would spoil the next variant: restore it. */
+        access_begin(table[me]);
+        for (long i = 0; i < L_words; i++) table[me][i] = (long)me * L_words + i;
+        access_end(table[me]);
+        ARMCI_Barrier();
+      }
+      if (v == V_RACY) {
+        access_begin(table[me]);
+        for (long i = 0; i < L_words; i++) table[me][i] = (long)me * L_words + i;
+        access_end(table[me]);
+        ARMCI_Barrier();
+      }
+    }
+    qsort(times, (size_t)reps, sizeof(double), cmp_double);
+    double t = reps % 2 ? times[reps / 2] : 0.5 * (times[reps / 2 - 1] + times[reps / 2]);
+    rows[nrows].v = v;
+    rows[nrows].t = t;
+    rows[nrows].gups = (double)updates * np / t / 1e9;
+    rows[nrows].errors = errors;
+    nrows++;
+  }
+
+  int exit_code = 0;
+  if (me == 0) {
+    printf("# gups impl=%s mode=%s np=%d words/rank=2^%d updates/rank=%ld reps=%d\n", IMPL_NAME, mode, np, log_words,
+           updates, reps);
+    printf("%-8s %-9s %12s %14s %10s %8s\n", "variant", "update", "time_s", "GUPS", "us/update", "errors");
+    for (int i = 0; i < nrows; i++)
+      printf("%-8s %-9s %12.4f %14.6f %10.3f %8ld\n", variant_names[rows[i].v], variant_rules[rows[i].v], rows[i].t,
+             rows[i].gups, rows[i].t / (double)updates * 1e6, rows[i].errors);
+    printf("(errors: words not back at their initial value after the inverse pass, summed over reps;"
+           " us/update: per rank)\n");
+    FILE *csv = stdout;
+    if (csv_path) {
+      csv = fopen(csv_path, "w");
+      if (!csv) die("cannot write %s", csv_path);
+    } else {
+      printf("# CSV\n");
+    }
+    fprintf(csv, "impl,mode,nprocs,variant,update,words_per_rank,updates_per_rank,time_s_median,gups,errors\n");
+    for (int i = 0; i < nrows; i++) {
+      fprintf(csv, "%s,%s,%d,%s,%s,%ld,%ld,%.6f,%.6f,%ld\n", IMPL_NAME, mode, np, variant_names[rows[i].v],
+              variant_rules[rows[i].v], L_words, updates, rows[i].t, rows[i].gups, rows[i].errors);
+      if (rows[i].errors != 0 && rows[i].v != V_RACY) exit_code = 3;
+    }
+    if (csv != stdout) fclose(csv);
+    if (exit_code) fprintf(stderr, "gups: an exact variant had errors\n");
+  }
+  ARMCI_Barrier();
+  ARMCI_Destroy_mutexes();
+  ARMCI_Free(errors_at[me]);
+  ARMCI_Free(table[me]);
+  ARMCI_Finalize();
+#ifdef ARMCI_MPI
+  MPI_Finalize();
+#endif
+  return exit_code;
+}
