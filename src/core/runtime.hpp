@@ -171,6 +171,7 @@ class Runtime {
   }
   void progress_network() {
     if (!network_) return;
+    application_progress_.fetch_add(1, std::memory_order_relaxed);  // tells the progress thread to keep off
     std::lock_guard guard(network_mutex_);
     network_->progress();
   }
@@ -186,6 +187,7 @@ class Runtime {
   std::size_t acc_chunk_ = 0;
   std::mutex network_mutex_;
   std::thread progress_thread_;
+  std::atomic<std::uint64_t> application_progress_{0};
   int stop_progress_ = -1;  // bytes of one Acc message to a network peer
   std::vector<PeerKind> peer_kind_;
   std::vector<int> node_of_;

@@ -44,6 +44,9 @@ Settings Settings::from_environment() {
   s.acc_chunk = static_cast<std::size_t>(parse_integer("ARMCI_ACC_CHUNK", 64, 64 * 1024));
   s.acc_chunk &= ~std::size_t{15};  // whole elements of every type
   s.progress_thread = parse_integer("ARMCI_PROGRESS_THREAD", 0, 1) != 0;
+  s.progress_idle_us = parse_integer("ARMCI_PROGRESS_IDLE_US", 1, 200);
+  if (s.progress_idle_us >= 1000000)
+    fail("ARMCI_Init", "setting ARMCI_PROGRESS_IDLE_US=%ld is a second or more", s.progress_idle_us);
   return s;
 }
 
@@ -54,6 +57,7 @@ std::string Settings::describe() const {
       << "ARMCI_VNODE_SIZE=" << vnode_size << (vnode_size == 0 ? " (whole host)" : "") << "\n"
       << "ARMCI_ACC_CHUNK=" << acc_chunk << "\n"
       << "ARMCI_PROGRESS_THREAD=" << (progress_thread ? 1 : 0) << "\n"
+      << "ARMCI_PROGRESS_IDLE_US=" << progress_idle_us << "\n"
       << "ARMCI_VERBOSE=" << verbose << "\n";
   return out.str();
 }

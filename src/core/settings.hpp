@@ -15,6 +15,7 @@ struct Settings {
   int verbose = 0;                                   // ARMCI_VERBOSE
   std::size_t acc_chunk = 64 * 1024;                 // ARMCI_ACC_CHUNK: bytes per Acc message
   bool progress_thread = true;                       // ARMCI_PROGRESS_THREAD
+  long progress_idle_us = 200;                       // ARMCI_PROGRESS_IDLE_US
 
   // Parses the environment; a malformed value is an error naming the variable.
   static Settings from_environment();
