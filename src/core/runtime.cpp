@@ -12,16 +12,10 @@
 #include <functional>
 #include <stdexcept>
 
-#include "config.h"
 #include "src/core/copy.hpp"
 #include "src/core/error.hpp"
 #include "src/core/sync.hpp"
-#ifdef ARMCI_HAVE_UCX
-#include "platform/ucx/ucx_network.hpp"
-#endif
-#ifdef ARMCI_HAVE_VERBS
-#include "platform/verbs/verbs_network.hpp"
-#endif
+#include "platform/network_factory.hpp"
 
 namespace armci {
 
@@ -151,7 +145,8 @@ void Runtime::start_up() {
   size_ = bootstrap_->size();
   set_error_rank(rank_);
 
-  if (size_ > 1) network_ = make_network();
+  // start_up runs inside initialize()'s handler, which reports the reason.
+  if (size_ > 1) network_ = platform::make_network(to_string(settings_.network), rank_, size_);
   Writer record;
   const std::string host = hostname();
   record.add_bytes(std::as_bytes(std::span(host.data(), host.size())));
@@ -275,26 +270,6 @@ void Runtime::stop_progress_thread() {
   progress_thread_.join();
   close(stop_progress_);
   stop_progress_ = -1;
-}
-
-std::unique_ptr<platform::Network> Runtime::make_network() const {
-  // auto: raw verbs where a device with an active port exists, else UCX.
-  const NetworkChoice choice = settings_.network;
-#ifdef ARMCI_HAVE_VERBS
-  if (choice == NetworkChoice::verbs || (choice == NetworkChoice::automatic && platform::verbs_device_available())) {
-    if (!platform::verbs_device_available())
-      fail("ARMCI_Init", "setting ARMCI_NETWORK=verbs, but no verbs device with an active port was found");
-    return platform::make_verbs_network(rank_, size_);
-  }
-#else
-  if (choice == NetworkChoice::verbs)
-    fail("ARMCI_Init", "setting ARMCI_NETWORK=verbs, but this build has no verbs layer (configure found no libibverbs)");
-#endif
-#ifdef ARMCI_HAVE_UCX
-  return platform::make_ucx_network(rank_, size_);
-#else
-  return nullptr;
-#endif
 }
 
 void Runtime::build_topology(const std::vector<std::string>& hosts) {

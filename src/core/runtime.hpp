@@ -137,7 +137,6 @@ class Runtime {
   void start_up();
   void shut_down();
   void build_topology(const std::vector<std::string>& hosts);
-  std::unique_ptr<platform::Network> make_network() const;
   std::unique_ptr<Allocation> collective_allocate(std::size_t bytes, bool synchronise_with_barrier);
   void free_allocation(Allocation& allocation);
   void barrier_only();
