@@ -12,27 +12,8 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include <armci.h>
-#ifdef ARMCI_MPI
-#include <mpi.h>
-#endif
-
-#include <errno.h>
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-#if defined(ARMCI_MPI)
-#define IMPL_NAME "armci-mpi"
-#elif defined(ARMCI_LIBARMCI)
-#define IMPL_NAME "libarmci"
-#else
-#define IMPL_NAME "armci"
-#endif
+#define BENCH_PROGRAM "contig_bench"
+#include "bench_common.h"
 
 #define PAGE 4096
 #define GUARD 64
@@ -70,38 +51,11 @@ struct config {
   const char *csv_path;
 };
 
-static int me = -1;
 static int nproc = 0;
 
 /* The call rather than a builtin: the compiler must not fold or drop copies
  * whose result is never read inside the timed loop. */
 static void *(*volatile memcpy_fn)(void *, const void *, size_t) = memcpy;
-
-static void fail(const char *fmt, ...) {
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  fprintf(stderr, "contig_bench (rank %d): %s\n", me, msg);
-  fflush(stderr);
-  fflush(stdout);
-  /* Ends every process of the job, so the peer is not left in a barrier. */
-  ARMCI_Error(msg, 1);
-  exit(1);
-}
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static double cpu_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* The 1-minute load average, or -1 where /proc is not there. */
 static double load_average(void) {
@@ -113,16 +67,6 @@ static double load_average(void) {
     fclose(f);
   }
   return v;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return (n % 2) ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 /* A per-phase pattern, so that data left over from an earlier phase (an
@@ -158,10 +102,10 @@ static void set_guards(unsigned char *dst, size_t n) {
 static void check_guards(const unsigned char *dst, size_t n, const char *what) {
   for (int i = 0; i < GUARD; i++) {
     if (dst[-GUARD + i] != GUARD_BYTE)
-      fail("%s: byte %d before the destination was overwritten (0x%02x)", what,
+      die("%s: byte %d before the destination was overwritten (0x%02x)", what,
            GUARD - i, dst[-GUARD + i]);
     if (dst[n + (size_t)i] != GUARD_BYTE)
-      fail("%s: byte %d after the destination (%zu bytes) was overwritten (0x%02x)",
+      die("%s: byte %d after the destination (%zu bytes) was overwritten (0x%02x)",
            what, i, n, dst[n + (size_t)i]);
   }
 }
@@ -213,7 +157,7 @@ struct phase {
 
 static void check_rc(int rc, const char *call, int bytes) {
   if (rc != 0)
-    fail("%s of %d bytes returned %d", call, bytes, rc);
+    die("%s of %d bytes returned %d", call, bytes, rc);
 }
 
 /* Runs n iterations and returns the elapsed seconds. One iteration is one
@@ -615,7 +559,7 @@ static void run_phase(struct bench *b, int ri, int si, int pass) {
       for (size_t i = 0; i < n / sizeof(double); i++) {
         double want = (double)ph.acc_ops * acc_src_value(i);
         if (got[i] != want)
-          fail("acc %d bytes: element %zu is %.17g, expected %.17g after %ld Acc calls", bytes,
+          die("acc %d bytes: element %zu is %.17g, expected %.17g after %ld Acc calls", bytes,
                i, got[i], want, ph.acc_ops);
       }
     }
@@ -627,21 +571,21 @@ static void run_phase(struct bench *b, int ri, int si, int pass) {
   if (me == ORIGIN && (row->kind == K_MEMCPY || row->kind == K_GET)) {
     long bad = find_pattern_mismatch(dst + off, n, seed);
     if (bad >= 0)
-      fail("%s: wrong data at byte %ld of the destination", what, bad);
+      die("%s: wrong data at byte %ld of the destination", what, bad);
     check_guards(dst + off, n, what);
   } else if (me == TARGET && row->kind != K_MEMCPY) {
     local_access_begin(b->bases[me]);
     if (row->kind == K_PUT || row->kind == K_PUT_FENCE) {
       long bad = find_pattern_mismatch(mine + off, n, seed);
       if (bad >= 0)
-        fail("%s: wrong data at byte %ld of the target buffer", what, bad);
+        die("%s: wrong data at byte %ld of the target buffer", what, bad);
       check_guards(mine + off, n, what);
     } else if (row->kind == K_ACC) {
       check_guards(mine, n, what);
     } else if (row->kind == K_GET) {
       long bad = find_pattern_mismatch(mine, n, seed);
       if (bad >= 0)
-        fail("%s: the get source changed at byte %ld", what, bad);
+        die("%s: the get source changed at byte %ld", what, bad);
     }
     local_access_end(b->bases[me]);
   }
@@ -725,11 +669,11 @@ int main(int argc, char **argv) {
   b->bases = calloc((size_t)nproc, sizeof *b->bases);
   b->handles = calloc((size_t)cfg->max_window, sizeof *b->handles);
   if (!b->bases || !b->handles)
-    fail("out of memory");
+    die("out of memory");
   if (ARMCI_Malloc(b->bases, (armci_size_t)buf_bytes) != 0)
-    fail("ARMCI_Malloc of %zu bytes failed", buf_bytes);
+    die("ARMCI_Malloc of %zu bytes failed", buf_bytes);
   if (!b->bases[TARGET])
-    fail("ARMCI_Malloc gave no address for rank %d", TARGET);
+    die("ARMCI_Malloc gave no address for rank %d", TARGET);
   b->remote = region_of(b->bases[TARGET]);
   b->mine = me <= TARGET ? region_of(b->bases[me]) : NULL;
 
@@ -739,14 +683,14 @@ int main(int argc, char **argv) {
     src_base = ARMCI_Malloc_local((armci_size_t)buf_bytes);
     dst_base = ARMCI_Malloc_local((armci_size_t)buf_bytes);
     if (!src_base || !dst_base)
-      fail("ARMCI_Malloc_local of %zu bytes failed", buf_bytes);
+      die("ARMCI_Malloc_local of %zu bytes failed", buf_bytes);
     b->src = region_of(src_base);
     b->dst = region_of(dst_base);
     memset(src_base, 0, buf_bytes);
     memset(dst_base, 0, buf_bytes);
     /* Open the CSV now so that a bad path fails before the long part. */
     if (cfg->csv_path && !(csv = fopen(cfg->csv_path, "w")))
-      fail("cannot write %s: %s", cfg->csv_path, strerror(errno));
+      die("cannot write %s: %s", cfg->csv_path, strerror(errno));
     printf("# contig_bench impl=%s nproc=%d reps=%d rep_ms=%.1f max_size=%ld offset=%ld "
            "max_window=%d quick=%d\n",
            IMPL_NAME, nproc, cfg->reps, cfg->rep_seconds * 1e3, cfg->max_size, cfg->offset,
@@ -786,7 +730,7 @@ int main(int argc, char **argv) {
     if (csv) {
       write_csv(b, csv);
       if (fclose(csv) != 0)
-        fail("cannot write %s", cfg->csv_path);
+        die("cannot write %s", cfg->csv_path);
       printf("\n# CSV written to %s\n", cfg->csv_path);
     } else {
       printf("\n# CSV\n");

@@ -26,74 +26,18 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include <armci.h>
-#ifdef ARMCI_MPI
-#include <mpi.h>
-#endif
-
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-#if defined(ARMCI_MPI)
-#define IMPL_NAME "armci-mpi"
-#elif defined(ARMCI_LIBARMCI)
-#define IMPL_NAME "libarmci"
-#else
-#define IMPL_NAME "armci"
-#endif
+#define BENCH_PROGRAM "gups"
+#include "bench_common.h"
 
 #define POLY 0x0000000000000007ULL
 #define IN_FLIGHT 1024
 #define NMUTEX 64
 #define MAX_REPS 51
 
-static int me, np;
+static int np;
 static long L_words; /* words per rank */
 static long **table;
 static long **errors_at; /* one long per rank, gathered at rank 0 */
-
-static void die(const char *fmt, ...) {
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  fprintf(stderr, "gups (rank %d): %s\n", me, msg);
-  fflush(stderr);
-  ARMCI_Error(msg, 1);
-  exit(1);
-}
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static void access_begin(void *p) {
-#ifdef ARMCI_MPI
-  ARMCI_Access_begin(p);
-#else
-  (void)p;
-#endif
-}
-static void access_end(void *p) {
-#ifdef ARMCI_MPI
-  ARMCI_Access_end(p);
-#else
-  (void)p;
-#endif
-}
 
 /* HPCC's generator: shift left, xor POLY when the top bit falls out. Each rank
  * starts from its own scrambled seed. */

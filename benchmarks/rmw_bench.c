@@ -16,79 +16,12 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include <armci.h>
-#ifdef ARMCI_MPI
-#include <mpi.h>
-#endif
-
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-#if defined(ARMCI_MPI)
-#define IMPL_NAME "armci-mpi"
-#elif defined(ARMCI_LIBARMCI)
-#define IMPL_NAME "libarmci"
-#else
-#define IMPL_NAME "armci"
-#endif
+#define BENCH_PROGRAM "rmw_bench"
+#include "bench_common.h"
 
 #define MAX_REPS 101
 
-static int me, np;
-
-static void die(const char *fmt, ...) {
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  fprintf(stderr, "rmw_bench (rank %d): %s\n", me, msg);
-  fflush(stderr);
-  ARMCI_Error(msg, 1);
-  exit(1);
-}
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static double cpu_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof(double), cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-/* Local loads and stores to ARMCI_Malloc memory: ARMCI-MPI wants an epoch. */
-static void access_begin(void *p) {
-#ifdef ARMCI_MPI
-  ARMCI_Access_begin(p);
-#else
-  (void)p;
-#endif
-}
-static void access_end(void *p) {
-#ifdef ARMCI_MPI
-  ARMCI_Access_end(p);
-#else
-  (void)p;
-#endif
-}
+static int np;
 
 /* Shared words, at every rank: [0] fetch-add int, [1] fetch-add long,
  * [2] swap int, [3] swap long, [4] contended counter, [5] lock-protected. */
