@@ -120,6 +120,63 @@ void ARMCI_Fence(int proc);
 void ARMCI_AllFence(void);
 void ARMCI_Barrier(void);
 
+/* Strided transfers (ARMCI's layout). count[0] is the size in bytes of one
+ * contiguous piece; for level i = 1..stride_levels (0..8), count[i] blocks of
+ * the level below are stride_ar[i-1] bytes apart (one stride array per side).
+ * count[0] == 0 means nothing to do. Checked before anything moves: levels in
+ * [0, 8], count[0] >= 0, count[i] > 0, strides >= 0, destination strides
+ * that keep the pieces from overlapping, and the whole remote extent inside
+ * one ARMCI_Malloc region of proc. Pieces move one by one (direct protocol):
+ * each is one copy (same node) or one network operation. */
+/* Strided Put: remote dst_ptr. */
+int ARMCI_PutS(void *src_ptr, int src_stride_ar[/*stride_levels*/], void *dst_ptr,
+               int dst_stride_ar[/*stride_levels*/], int count[/*stride_levels+1*/], int stride_levels,
+               int proc);
+/* Strided Get: remote src_ptr. */
+int ARMCI_GetS(void *src_ptr, int src_stride_ar[/*stride_levels*/], void *dst_ptr,
+               int dst_stride_ar[/*stride_levels*/], int count[/*stride_levels+1*/], int stride_levels,
+               int proc);
+/* Strided Acc: atomic per element as ARMCI_Acc; count[0] must be a whole
+ * number of elements of datatype. */
+int ARMCI_AccS(int datatype, void *scale, void *src_ptr, int src_stride_ar[/*stride_levels*/], void *dst_ptr,
+               int dst_stride_ar[/*stride_levels*/], int count[/*stride_levels+1*/], int stride_levels,
+               int proc);
+/* Nonblocking strided Put; handle as for ARMCI_NbPut (NULL: implicit). */
+int ARMCI_NbPutS(void *src_ptr, int src_stride_ar[/*stride_levels*/], void *dst_ptr,
+                 int dst_stride_ar[/*stride_levels*/], int count[/*stride_levels+1*/], int stride_levels,
+                 int proc, armci_hdl_t *handle);
+/* Nonblocking strided Get; handle as for ARMCI_NbGet. */
+int ARMCI_NbGetS(void *src_ptr, int src_stride_ar[/*stride_levels*/], void *dst_ptr,
+                 int dst_stride_ar[/*stride_levels*/], int count[/*stride_levels+1*/], int stride_levels,
+                 int proc, armci_hdl_t *handle);
+/* Nonblocking strided Acc; handle as for ARMCI_NbAcc. */
+int ARMCI_NbAccS(int datatype, void *scale, void *src_ptr, int src_stride_ar[/*stride_levels*/], void *dst_ptr,
+                 int dst_stride_ar[/*stride_levels*/], int count[/*stride_levels+1*/], int stride_levels,
+                 int proc, armci_hdl_t *handle);
+
+/* Local pack: copies the strided layout at ptr into the contiguous buf
+ * (count[0] * count[1] * ... bytes). */
+void armci_write_strided(void *ptr, int stride_levels, int stride_arr[], int count[], char *buf);
+/* Local unpack: copies the contiguous buf into the strided layout at ptr. */
+void armci_read_strided(void *ptr, int stride_levels, int stride_arr[], int count[], char *buf);
+
+/* Vector transfers: for each of the iov_len lists, ptr_array_len segments of
+ * `bytes` bytes from src_ptr_array[j] to dst_ptr_array[j]. Checked before
+ * anything moves: iov_len, bytes and ptr_array_len >= 0, no NULL array or
+ * pointer, every remote segment inside an ARMCI_Malloc region of proc. */
+/* Vector Put: remote dst_ptr_array. */
+int ARMCI_PutV(armci_giov_t *iov, int iov_len, int proc);
+/* Vector Get: remote src_ptr_array. */
+int ARMCI_GetV(armci_giov_t *iov, int iov_len, int proc);
+/* Vector Acc: bytes must be a whole number of elements of datatype. */
+int ARMCI_AccV(int datatype, void *scale, armci_giov_t *iov, int iov_len, int proc);
+/* Nonblocking vector Put; handle as for ARMCI_NbPut (NULL: implicit). */
+int ARMCI_NbPutV(armci_giov_t *iov, int iov_len, int proc, armci_hdl_t *handle);
+/* Nonblocking vector Get. */
+int ARMCI_NbGetV(armci_giov_t *iov, int iov_len, int proc, armci_hdl_t *handle);
+/* Nonblocking vector Acc. */
+int ARMCI_NbAccV(int datatype, void *scale, armci_giov_t *iov, int iov_len, int proc, armci_hdl_t *handle);
+
 /* Single values. */
 int ARMCI_PutValueInt(int src, void *dst, int proc);
 int ARMCI_PutValueLong(long src, void *dst, int proc);

@@ -6,6 +6,7 @@
 #include "src/core/acc.hpp"
 #include "src/core/error.hpp"
 #include "src/core/runtime.hpp"
+#include "src/core/strided.hpp"
 #include "src/core/sync.hpp"
 
 using armci::fail;
@@ -488,5 +489,235 @@ int ARMCI_Uses_shm(void) { return runtime("ARMCI_Uses_shm").settings().shared_me
 int armci_msg_me(void) { return runtime("armci_msg_me").rank(); }
 int armci_msg_nproc(void) { return runtime("armci_msg_nproc").size(); }
 void armci_msg_barrier(void) { runtime("armci_msg_barrier").barrier(); }
+
+}  // extern "C"
+
+// ---------------------------------------------------------------- strided and vector
+// Direct protocol: the layout is walked piece by piece and each contiguous
+// piece goes through start_put/start_get/start_acc with one Completion, so
+// blocking, Nb, implicit handles, Wait and Fence behave as for contiguous
+// calls. Every argument, and the whole remote extent, is checked before the
+// first piece moves.
+
+namespace {
+
+enum class Op { put, get, acc };
+
+struct AccArgs {
+  int datatype = 0;
+  armci::AccScale scale{};
+};
+
+void check_strided_problem(const char* call, const armci::strided::Problem& p) {
+  if (p) [[unlikely]] fail(call, "%s", p.message);
+}
+
+// Checks everything of a strided call; false when there is nothing to do.
+bool check_strided(const char* call, Runtime& r, Op op, const AccArgs* acc, const void* src, const int* src_stride,
+                   const void* dst, const int* dst_stride, const int* count, int levels, int proc) {
+  check_proc(call, r, proc);
+  armci::strided::Shape shape;
+  check_strided_problem(call, armci::strided::check(src_stride, dst_stride, count, levels, shape));
+  if (shape.pieces == 0) return false;
+  if (src == nullptr) fail(call, "argument 'src_ptr' is NULL");
+  if (dst == nullptr) fail(call, "argument 'dst_ptr' is NULL");
+  if (acc != nullptr) {
+    const std::size_t element = armci::acc_element_size(acc->datatype);
+    if (shape.piece_bytes % static_cast<std::int64_t>(element) != 0)
+      fail(call, "argument 'count' (count[0] = %lld bytes) is not a whole number of %zu-byte elements",
+           static_cast<long long>(shape.piece_bytes), element);
+  }
+  // One region must hold the remote side from its lowest to its highest byte.
+  if (op == Op::get)
+    r.check_remote(call, "src_ptr", proc, src, static_cast<std::size_t>(shape.src_extent));
+  else
+    r.check_remote(call, "dst_ptr", proc, dst, static_cast<std::size_t>(shape.dst_extent));
+  return true;
+}
+
+void start_strided(const char* call, Runtime& r, Op op, const AccArgs* acc, void* src, const int* src_stride,
+                   void* dst, const int* dst_stride, const int* count, int levels, int proc, Completion& c) {
+  auto* s = static_cast<std::byte*>(src);
+  auto* d = static_cast<std::byte*>(dst);
+  armci::strided::for_each_piece(src_stride, dst_stride, count, levels,
+                                 [&](std::int64_t so, std::int64_t dso, std::size_t bytes) {
+                                   switch (op) {
+                                     case Op::put: r.start_put(call, s + so, d + dso, bytes, proc, c); break;
+                                     case Op::get: r.start_get(call, s + so, d + dso, bytes, proc, c); break;
+                                     case Op::acc:
+                                       r.start_acc(call, acc->datatype, acc->scale, s + so, d + dso, bytes, proc, c);
+                                       break;
+                                   }
+                                 });
+}
+
+AccArgs make_acc(const char* call, int datatype, const void* scale) {
+  check_acc(call, datatype, scale, 0);
+  return AccArgs{datatype, armci::make_acc_scale(datatype, scale)};
+}
+
+int strided_call(const char* call, Op op, const AccArgs* acc, void* src, int* src_stride, void* dst, int* dst_stride,
+                 int* count, int levels, int proc, bool nb, armci_hdl_t* handle) {
+  Runtime& r = runtime(call);
+  if (!check_strided(call, r, op, acc, src, src_stride, dst, dst_stride, count, levels, proc)) {
+    if (nb && handle != nullptr) check_handle(call, handle);
+    return 0;
+  }
+  auto start = [&](Completion& c) { start_strided(call, r, op, acc, src, src_stride, dst, dst_stride, count, levels, proc, c); };
+  return nb ? nonblocking(call, r, proc, handle, start) : blocking(call, r, start);
+}
+
+// Checks a whole vector call (every segment list, every remote piece).
+void check_vector(const char* call, Runtime& r, Op op, const AccArgs* acc, const armci_giov_t* iov, int iov_len,
+                  int proc) {
+  check_proc(call, r, proc);
+  if (iov_len < 0) fail(call, "argument 'iov_len' (%d) is negative", iov_len);
+  if (iov_len > 0 && iov == nullptr) fail(call, "argument 'iov' is NULL");
+  const std::size_t element = acc ? armci::acc_element_size(acc->datatype) : 1;
+  for (int i = 0; i < iov_len; ++i) {
+    const armci_giov_t& v = iov[i];
+    if (v.bytes < 0) fail(call, "argument 'bytes' (iov[%d].bytes = %d) is negative", i, v.bytes);
+    if (v.ptr_array_len < 0)
+      fail(call, "argument 'ptr_array_len' (iov[%d].ptr_array_len = %d) is negative", i, v.ptr_array_len);
+    if (v.bytes == 0 || v.ptr_array_len == 0) continue;
+    if (v.src_ptr_array == nullptr) fail(call, "argument 'src_ptr_array' (iov[%d]) is NULL", i);
+    if (v.dst_ptr_array == nullptr) fail(call, "argument 'dst_ptr_array' (iov[%d]) is NULL", i);
+    if (static_cast<std::size_t>(v.bytes) % element != 0)
+      fail(call, "argument 'bytes' (iov[%d].bytes = %d) is not a whole number of %zu-byte elements", i, v.bytes,
+           element);
+    for (int j = 0; j < v.ptr_array_len; ++j) {
+      if (v.src_ptr_array[j] == nullptr) fail(call, "argument 'src_ptr_array' (iov[%d][%d]) is NULL", i, j);
+      if (v.dst_ptr_array[j] == nullptr) fail(call, "argument 'dst_ptr_array' (iov[%d][%d]) is NULL", i, j);
+      if (op == Op::get)
+        r.check_remote(call, "src_ptr_array", proc, v.src_ptr_array[j], static_cast<std::size_t>(v.bytes));
+      else
+        r.check_remote(call, "dst_ptr_array", proc, v.dst_ptr_array[j], static_cast<std::size_t>(v.bytes));
+    }
+  }
+}
+
+void start_vector(const char* call, Runtime& r, Op op, const AccArgs* acc, const armci_giov_t* iov, int iov_len,
+                  int proc, Completion& c) {
+  for (int i = 0; i < iov_len; ++i) {
+    const armci_giov_t& v = iov[i];
+    if (v.bytes == 0) continue;
+    const auto bytes = static_cast<std::size_t>(v.bytes);
+    for (int j = 0; j < v.ptr_array_len; ++j) {
+      void* s = v.src_ptr_array[j];
+      void* d = v.dst_ptr_array[j];
+      switch (op) {
+        case Op::put: r.start_put(call, s, d, bytes, proc, c); break;
+        case Op::get: r.start_get(call, s, d, bytes, proc, c); break;
+        case Op::acc: r.start_acc(call, acc->datatype, acc->scale, s, d, bytes, proc, c); break;
+      }
+    }
+  }
+}
+
+int vector_call(const char* call, Op op, const AccArgs* acc, armci_giov_t* iov, int iov_len, int proc, bool nb,
+                armci_hdl_t* handle) {
+  Runtime& r = runtime(call);
+  check_vector(call, r, op, acc, iov, iov_len, proc);
+  auto start = [&](Completion& c) { start_vector(call, r, op, acc, iov, iov_len, proc, c); };
+  return nb ? nonblocking(call, r, proc, handle, start) : blocking(call, r, start);
+}
+
+// Local pack/unpack between a strided layout at ptr and a contiguous buffer.
+void copy_strided(const char* call, void* ptr, int levels, int* stride, int* count, char* buf, bool pack) {
+  armci::strided::Shape shape;
+  check_strided_problem(call, armci::strided::check(stride, stride, count, levels, shape));
+  if (shape.pieces == 0) return;
+  if (ptr == nullptr) fail(call, "argument 'ptr' is NULL");
+  if (buf == nullptr) fail(call, "argument 'buf' is NULL");
+  auto* base = static_cast<char*>(ptr);
+  std::size_t at = 0;
+  armci::strided::for_each_piece(stride, stride, count, levels, [&](std::int64_t off, std::int64_t, std::size_t n) {
+    if (pack)
+      std::memcpy(buf + at, base + off, n);
+    else
+      std::memcpy(base + off, buf + at, n);
+    at += n;
+  });
+}
+
+}  // namespace
+
+extern "C" {
+
+int ARMCI_PutS(void* src_ptr, int src_stride_ar[], void* dst_ptr, int dst_stride_ar[], int count[],
+               int stride_levels, int proc) {
+  return strided_call("ARMCI_PutS", Op::put, nullptr, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count,
+                      stride_levels, proc, false, nullptr);
+}
+
+int ARMCI_GetS(void* src_ptr, int src_stride_ar[], void* dst_ptr, int dst_stride_ar[], int count[],
+               int stride_levels, int proc) {
+  return strided_call("ARMCI_GetS", Op::get, nullptr, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count,
+                      stride_levels, proc, false, nullptr);
+}
+
+int ARMCI_AccS(int datatype, void* scale, void* src_ptr, int src_stride_ar[], void* dst_ptr, int dst_stride_ar[],
+               int count[], int stride_levels, int proc) {
+  runtime("ARMCI_AccS");
+  const AccArgs acc = make_acc("ARMCI_AccS", datatype, scale);
+  return strided_call("ARMCI_AccS", Op::acc, &acc, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count,
+                      stride_levels, proc, false, nullptr);
+}
+
+int ARMCI_NbPutS(void* src_ptr, int src_stride_ar[], void* dst_ptr, int dst_stride_ar[], int count[],
+                 int stride_levels, int proc, armci_hdl_t* handle) {
+  return strided_call("ARMCI_NbPutS", Op::put, nullptr, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count,
+                      stride_levels, proc, true, handle);
+}
+
+int ARMCI_NbGetS(void* src_ptr, int src_stride_ar[], void* dst_ptr, int dst_stride_ar[], int count[],
+                 int stride_levels, int proc, armci_hdl_t* handle) {
+  return strided_call("ARMCI_NbGetS", Op::get, nullptr, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count,
+                      stride_levels, proc, true, handle);
+}
+
+int ARMCI_NbAccS(int datatype, void* scale, void* src_ptr, int src_stride_ar[], void* dst_ptr,
+                 int dst_stride_ar[], int count[], int stride_levels, int proc, armci_hdl_t* handle) {
+  runtime("ARMCI_NbAccS");
+  const AccArgs acc = make_acc("ARMCI_NbAccS", datatype, scale);
+  return strided_call("ARMCI_NbAccS", Op::acc, &acc, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count,
+                      stride_levels, proc, true, handle);
+}
+
+int ARMCI_PutV(armci_giov_t* iov, int iov_len, int proc) {
+  return vector_call("ARMCI_PutV", Op::put, nullptr, iov, iov_len, proc, false, nullptr);
+}
+
+int ARMCI_GetV(armci_giov_t* iov, int iov_len, int proc) {
+  return vector_call("ARMCI_GetV", Op::get, nullptr, iov, iov_len, proc, false, nullptr);
+}
+
+int ARMCI_AccV(int datatype, void* scale, armci_giov_t* iov, int iov_len, int proc) {
+  runtime("ARMCI_AccV");
+  const AccArgs acc = make_acc("ARMCI_AccV", datatype, scale);
+  return vector_call("ARMCI_AccV", Op::acc, &acc, iov, iov_len, proc, false, nullptr);
+}
+
+int ARMCI_NbPutV(armci_giov_t* iov, int iov_len, int proc, armci_hdl_t* handle) {
+  return vector_call("ARMCI_NbPutV", Op::put, nullptr, iov, iov_len, proc, true, handle);
+}
+
+int ARMCI_NbGetV(armci_giov_t* iov, int iov_len, int proc, armci_hdl_t* handle) {
+  return vector_call("ARMCI_NbGetV", Op::get, nullptr, iov, iov_len, proc, true, handle);
+}
+
+int ARMCI_NbAccV(int datatype, void* scale, armci_giov_t* iov, int iov_len, int proc, armci_hdl_t* handle) {
+  runtime("ARMCI_NbAccV");
+  const AccArgs acc = make_acc("ARMCI_NbAccV", datatype, scale);
+  return vector_call("ARMCI_NbAccV", Op::acc, &acc, iov, iov_len, proc, true, handle);
+}
+
+void armci_write_strided(void* ptr, int stride_levels, int stride_arr[], int count[], char* buf) {
+  copy_strided("armci_write_strided", ptr, stride_levels, stride_arr, count, buf, true);
+}
+
+void armci_read_strided(void* ptr, int stride_levels, int stride_arr[], int count[], char* buf) {
+  copy_strided("armci_read_strided", ptr, stride_levels, stride_arr, count, buf, false);
+}
 
 }  // extern "C"

@@ -115,6 +115,14 @@ class Runtime {
   void start_acc(const char* call, int datatype, const AccScale& scale, const void* src, void* dst,
                  std::size_t bytes, int proc, platform::Completion& completion);
 
+  // Fails (naming call, argument, proc) unless [address, address + bytes)
+  // lies inside one ARMCI_Malloc region of proc: lets a multi-piece call
+  // check its whole remote extent before it moves anything.
+  void check_remote(const char* call, const char* argument, int proc, const void* address,
+                    std::size_t bytes) const {
+    find_region(call, argument, proc, address, bytes);
+  }
+
   void wait(const char* call, platform::Completion& completion);
   bool test(const char* call, platform::Completion& completion);
 

@@ -12,14 +12,18 @@
  * badop (ARMCI_Rmw with op 7), misaligned (ARMCI_Rmw of a long at an address
  * that is not 8-byte aligned), mutexrange (ARMCI_Lock of a mutex index the
  * target did not create), notheld (ARMCI_Unlock of a mutex this rank does not
- * hold), createtwice (ARMCI_Create_mutexes without ARMCI_Destroy_mutexes).
+ * hold), createtwice (ARMCI_Create_mutexes without ARMCI_Destroy_mutexes),
+ * stridelevels (ARMCI_PutS with 9 stride levels), negstride (ARMCI_PutS with
+ * a negative destination stride), vecneg (ARMCI_PutV with negative bytes in
+ * its second segment list, after a good first one: nothing may be written).
  */
 #include "mp_common.h"
 
 enum { REGION = 4096, WATCH_SECONDS = 5 };
 
 static const char *cases[] = {"range", "negsize", "outside", "straddle", "null", "uninit", "badtype", "badhandle",
-                              "badop", "misaligned", "mutexrange", "notheld", "createtwice"};
+                              "badop", "misaligned", "mutexrange", "notheld", "createtwice", "stridelevels",
+                              "negstride", "vecneg"};
 
 /* The rank before ARMCI_Init, from the launcher's environment. */
 static int launcher_rank(void) {
@@ -50,7 +54,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) known |= strcmp(argv[1], cases[i]) == 0;
   if (!known) {
     fprintf(stderr, "usage: %s range|negsize|outside|straddle|null|uninit|badtype|badhandle|badop|misaligned|"
-                    "mutexrange|notheld|createtwice\n", argv[0]);
+                    "mutexrange|notheld|createtwice|stridelevels|negstride|vecneg\n", argv[0]);
     return 2;
   }
   const char *c = argv[1];
@@ -108,6 +112,18 @@ int main(int argc, char **argv) {
       ARMCI_Unlock(1, 1);
     } else if (strcmp(c, "createtwice") == 0) {
       ARMCI_Create_mutexes(2);
+    } else if (strcmp(c, "stridelevels") == 0) {
+      int stride[9] = {4, 8, 16, 32, 64, 128, 256, 512, 1024};
+      int count[10] = {2, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+      ARMCI_PutS(src, stride, base[1], stride, count, 9, 1);
+    } else if (strcmp(c, "negstride") == 0) {
+      /* The first piece would land inside the region; the second before it. */
+      int src_stride[1] = {4}, dst_stride[1] = {-4}, count[2] = {4, 2};
+      ARMCI_PutS(src, src_stride, (char *)base[1] + 64, dst_stride, count, 1, 1);
+    } else if (strcmp(c, "vecneg") == 0) {
+      void *s[2] = {src, src + 8}, *d[2] = {base[1], (char *)base[1] + 64};
+      armci_giov_t iov[2] = {{s, d, 8, 2}, {s, d, -8, 2}};
+      ARMCI_PutV(iov, 2, 1);
     }
     /* The error may be detected only once the operation completes. */
     ARMCI_Fence(1);

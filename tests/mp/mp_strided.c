@@ -1,0 +1,336 @@
+/*
+ * mp_strided: strided (ARMCI_PutS/GetS/AccS and the Nb forms) and vector
+ * (ARMCI_PutV/GetV/AccV and the Nb forms) transfers from every rank to every
+ * rank, self included, for 0..4 stride levels with odd piece sizes (1 byte,
+ * not multiples of 8) and different strides on each side; blocking, Nb with
+ * explicit handles and Nb with implicit handles. Every result is checked
+ * byte by byte (Put/Get) or element by element (Acc) against a shadow copy
+ * that the test computes with its own loops. Also armci_write_strided /
+ * armci_read_strided round trips.
+ */
+#include "mp_common.h"
+
+static int me, np;
+
+enum { SLOT = 1024, MAXL = 8 };
+
+typedef struct {
+  int levels;
+  int count[MAXL + 1];
+  int ss[MAXL]; /* source strides */
+  int ds[MAXL]; /* destination strides */
+} layout_t;
+
+/* Byte layouts for Put/Get: 1-byte pieces, odd sizes, gaps on both sides. */
+static const layout_t byte_layouts[] = {
+    {0, {13}, {0}, {0}},
+    {1, {1, 7}, {3}, {2}},
+    {2, {5, 3, 4}, {7, 23}, {6, 20}},
+    {3, {12, 2, 3, 2}, {13, 30, 95}, {16, 35, 110}},
+    {4, {11, 2, 2, 2, 2}, {11, 25, 60, 130}, {32, 70, 150, 310}},
+};
+/* Acc layouts: whole 8-byte elements at 8-byte aligned offsets. */
+static const layout_t acc_layouts[] = {
+    {0, {24}, {0}, {0}},
+    {1, {8, 5}, {16}, {24}},
+    {2, {16, 3, 2}, {24, 80}, {32, 104}},
+    {3, {8, 2, 2, 3}, {8, 16, 40}, {16, 40, 96}},
+    {4, {24, 2, 2, 2, 2}, {24, 48, 96, 192}, {32, 64, 136, 280}},
+};
+#define NBYTE ((int)(sizeof byte_layouts / sizeof byte_layouts[0]))
+#define NACC ((int)(sizeof acc_layouts / sizeof acc_layouts[0]))
+
+/* The test's own enumeration of pieces (independent of the library's). */
+static long npieces(const layout_t *L) {
+  long n = 1;
+  for (int i = 1; i <= L->levels; i++) n *= L->count[i];
+  return n;
+}
+static void piece(const layout_t *L, long k, long *so, long *dof) {
+  long s = 0, d = 0;
+  for (int i = 1; i <= L->levels; i++) {
+    long idx = k % L->count[i];
+    k /= L->count[i];
+    s += idx * L->ss[i - 1];
+    d += idx * L->ds[i - 1];
+  }
+  *so = s;
+  *dof = d;
+}
+static long extent(const layout_t *L, const int *stride) {
+  long e = L->count[0];
+  for (int i = 1; i <= L->levels; i++) e += (long)stride[i - 1] * (L->count[i] - 1);
+  return e;
+}
+
+enum mode { BLOCKING, NB_HANDLE, NB_IMPLICIT, NMODES };
+static const char *mode_name[] = {"blocking", "nb-handle", "nb-implicit"};
+enum kind { STRIDED, VECTOR };
+static const char *kind_name[] = {"strided", "vector"};
+
+/* Vector form of a layout: the pieces split over two segment lists. */
+typedef struct {
+  armci_giov_t iov[2];
+  void *ptrs[4][64];
+  int len;
+} vec_t;
+static void make_vec(vec_t *v, const layout_t *L, char *src, char *dst) {
+  long n = npieces(L);
+  MP_CHECK(n <= 128, "too many pieces %ld", n);
+  long half = (n + 1) / 2;
+  v->len = n > 1 ? 2 : 1;
+  for (int g = 0; g < v->len; g++) {
+    long first = g == 0 ? 0 : half, last = g == 0 ? (n > 1 ? half : n) : n;
+    for (long k = first; k < last; k++) {
+      long so, dof;
+      piece(L, k, &so, &dof);
+      v->ptrs[2 * g][k - first] = src + so;
+      v->ptrs[2 * g + 1][k - first] = dst + dof;
+    }
+    v->iov[g].src_ptr_array = v->ptrs[2 * g];
+    v->iov[g].dst_ptr_array = v->ptrs[2 * g + 1];
+    v->iov[g].bytes = L->count[0];
+    v->iov[g].ptr_array_len = (int)(last - first);
+  }
+}
+
+static void complete(enum mode m, armci_hdl_t *h) {
+  if (m == NB_HANDLE) {
+    for (int t = 0; t < np; t++) ARMCI_Wait(&h[t]);
+  } else if (m == NB_IMPLICIT) {
+    ARMCI_WaitAll();
+  }
+}
+
+/* ------------------------------------------------------------- Put */
+
+static void test_put(char **base, enum kind kd, enum mode m, const layout_t *L, int li) {
+  const size_t off = 3; /* odd start inside each origin's slot */
+  memset(base[me], 0, (size_t)SLOT * (size_t)np);
+  ARMCI_Barrier();
+  long sext = extent(L, L->ss);
+  char *src = malloc((size_t)sext * (size_t)np);
+  armci_hdl_t h[np];
+  vec_t *vec = malloc(sizeof *vec * (size_t)np);
+  for (int k = 0; k < np; k++) {
+    int t = (me + k) % np;
+    char *s = src + (size_t)t * (size_t)sext;
+    mp_fill_pattern(s, (size_t)sext, me, t, (size_t)li * 1000);
+    char *d = base[t] + (size_t)me * SLOT + off;
+    mp_set_where("%s Put %s layout %d to rank %d", kind_name[kd], mode_name[m], li, t);
+    ARMCI_INIT_HANDLE(&h[t]);
+    armci_hdl_t *hp = m == NB_HANDLE ? &h[t] : NULL;
+    if (kd == STRIDED) {
+      int *cnt = (int *)L->count, *ss = (int *)L->ss, *ds = (int *)L->ds;
+      if (m == BLOCKING) MP_CHECK_INT(0, ARMCI_PutS(s, ss, d, ds, cnt, L->levels, t));
+      else MP_CHECK_INT(0, ARMCI_NbPutS(s, ss, d, ds, cnt, L->levels, t, hp));
+    } else {
+      make_vec(&vec[t], L, s, d);
+      if (m == BLOCKING) MP_CHECK_INT(0, ARMCI_PutV(vec[t].iov, vec[t].len, t));
+      else MP_CHECK_INT(0, ARMCI_NbPutV(vec[t].iov, vec[t].len, t, hp));
+    }
+    /* A blocking Put must not read its source after returning. */
+    if (m == BLOCKING) memset(s, 0xEE, (size_t)sext);
+  }
+  complete(m, h);
+  ARMCI_AllFence();
+  ARMCI_Barrier();
+  unsigned char *expect = malloc(SLOT);
+  unsigned char *pat = malloc((size_t)sext);
+  for (int o = 0; o < np; o++) {
+    memset(expect, 0, SLOT);
+    mp_fill_pattern(pat, (size_t)sext, o, me, (size_t)li * 1000);
+    for (long k = 0; k < npieces(L); k++) {
+      long so, dof;
+      piece(L, k, &so, &dof);
+      memcpy(expect + off + dof, pat + so, (size_t)L->count[0]);
+    }
+    mp_set_where("%s Put %s layout %d: memory of rank %d from rank %d", kind_name[kd], mode_name[m], li, me, o);
+    MP_CHECK_BYTES(expect, base[me] + (size_t)o * SLOT, SLOT, "target slot after strided Put");
+  }
+  ARMCI_Barrier();
+  free(expect);
+  free(pat);
+  free(src);
+  free(vec);
+}
+
+/* ------------------------------------------------------------- Get */
+
+static void test_get(char **base, enum kind kd, enum mode m, const layout_t *L, int li) {
+  const size_t off = 5;
+  mp_fill_pattern(base[me], (size_t)SLOT * (size_t)np, me, me, 77);
+  ARMCI_Barrier();
+  long dext = extent(L, L->ds);
+  char *dst = malloc((size_t)dext * (size_t)np);
+  memset(dst, 0xEE, (size_t)dext * (size_t)np);
+  armci_hdl_t h[np];
+  vec_t *vec = malloc(sizeof *vec * (size_t)np);
+  for (int k = 0; k < np; k++) {
+    int t = (me + k) % np;
+    char *s = base[t] + (size_t)me * SLOT + off;
+    char *d = dst + (size_t)t * (size_t)dext;
+    mp_set_where("%s Get %s layout %d from rank %d", kind_name[kd], mode_name[m], li, t);
+    ARMCI_INIT_HANDLE(&h[t]);
+    armci_hdl_t *hp = m == NB_HANDLE ? &h[t] : NULL;
+    if (kd == STRIDED) {
+      int *cnt = (int *)L->count, *ss = (int *)L->ss, *ds = (int *)L->ds;
+      if (m == BLOCKING) MP_CHECK_INT(0, ARMCI_GetS(s, ss, d, ds, cnt, L->levels, t));
+      else MP_CHECK_INT(0, ARMCI_NbGetS(s, ss, d, ds, cnt, L->levels, t, hp));
+    } else {
+      make_vec(&vec[t], L, s, d);
+      if (m == BLOCKING) MP_CHECK_INT(0, ARMCI_GetV(vec[t].iov, vec[t].len, t));
+      else MP_CHECK_INT(0, ARMCI_NbGetV(vec[t].iov, vec[t].len, t, hp));
+    }
+  }
+  complete(m, h);
+  unsigned char *expect = malloc((size_t)dext);
+  unsigned char *remote = malloc((size_t)SLOT * (size_t)np);
+  for (int t = 0; t < np; t++) {
+    mp_fill_pattern(remote, (size_t)SLOT * (size_t)np, t, t, 77);
+    memset(expect, 0xEE, (size_t)dext);
+    for (long k = 0; k < npieces(L); k++) {
+      long so, dof;
+      piece(L, k, &so, &dof);
+      memcpy(expect + dof, remote + (size_t)me * SLOT + off + so, (size_t)L->count[0]);
+    }
+    mp_set_where("%s Get %s layout %d from rank %d", kind_name[kd], mode_name[m], li, t);
+    MP_CHECK_BYTES(expect, dst + (size_t)t * (size_t)dext, dext, "local buffer after strided Get");
+  }
+  ARMCI_Barrier();
+  free(expect);
+  free(remote);
+  free(dst);
+  free(vec);
+}
+
+/* ------------------------------------------------------------- Acc */
+
+/* Every rank accumulates into the same place at each target (slot 0), so
+ * per-element atomicity matters. Values are small integers: exact. */
+static double src_value(int origin, long element) { return (double)(origin + 1) + (double)(element % 7); }
+static double init_value(int target, long element) { return (double)(target * 100) + (double)(element % 13); }
+
+static void test_acc(char **base, enum kind kd, enum mode m, const layout_t *L, int li, int dbl) {
+  const size_t es = dbl ? sizeof(double) : sizeof(int);
+  const int type = dbl ? ARMCI_ACC_DBL : ARMCI_ACC_INT;
+  const size_t off = 8;
+  const long nel = SLOT / (long)es;
+  for (long e = 0; e < nel; e++) {
+    if (dbl) ((double *)base[me])[e] = init_value(me, e);
+    else ((int *)base[me])[e] = (int)init_value(me, e);
+  }
+  ARMCI_Barrier();
+  long sext = extent(L, L->ss);
+  char *src = malloc((size_t)sext);
+  for (long e = 0; e < sext / (long)es; e++) {
+    if (dbl) ((double *)src)[e] = src_value(me, e);
+    else ((int *)src)[e] = (int)src_value(me, e);
+  }
+  int iscale = 2;
+  double dscale = 0.5;
+  void *scale = dbl ? (void *)&dscale : (void *)&iscale;
+  armci_hdl_t h[np];
+  vec_t *vec = malloc(sizeof *vec * (size_t)np);
+  for (int k = 0; k < np; k++) {
+    int t = (me + k) % np;
+    char *d = base[t] + off;
+    mp_set_where("%s Acc(%s) %s layout %d to rank %d", kind_name[kd], dbl ? "dbl" : "int", mode_name[m], li, t);
+    ARMCI_INIT_HANDLE(&h[t]);
+    armci_hdl_t *hp = m == NB_HANDLE ? &h[t] : NULL;
+    if (kd == STRIDED) {
+      int *cnt = (int *)L->count, *ss = (int *)L->ss, *ds = (int *)L->ds;
+      if (m == BLOCKING) MP_CHECK_INT(0, ARMCI_AccS(type, scale, src, ss, d, ds, cnt, L->levels, t));
+      else MP_CHECK_INT(0, ARMCI_NbAccS(type, scale, src, ss, d, ds, cnt, L->levels, t, hp));
+    } else {
+      make_vec(&vec[t], L, src, d);
+      if (m == BLOCKING) MP_CHECK_INT(0, ARMCI_AccV(type, scale, vec[t].iov, vec[t].len, t));
+      else MP_CHECK_INT(0, ARMCI_NbAccV(type, scale, vec[t].iov, vec[t].len, t, hp));
+    }
+  }
+  complete(m, h);
+  ARMCI_AllFence();
+  ARMCI_Barrier();
+  double *expect = malloc(sizeof(double) * (size_t)nel);
+  for (long e = 0; e < nel; e++) expect[e] = init_value(me, e);
+  for (int o = 0; o < np; o++)
+    for (long k = 0; k < npieces(L); k++) {
+      long so, dof;
+      piece(L, k, &so, &dof);
+      for (long b = 0; b < L->count[0]; b += (long)es) {
+        long de = ((long)off + dof + b) / (long)es, se = (so + b) / (long)es;
+        expect[de] += (dbl ? dscale : (double)iscale) * src_value(o, se);
+      }
+    }
+  for (long e = 0; e < nel; e++) {
+    mp_set_where("%s Acc(%s) %s layout %d: rank %d element %ld", kind_name[kd], dbl ? "dbl" : "int",
+                 mode_name[m], li, me, e);
+    if (dbl) MP_CHECK_DBL(expect[e], ((double *)base[me])[e]);
+    else MP_CHECK_INT((long long)expect[e], ((int *)base[me])[e]);
+  }
+  ARMCI_Barrier();
+  free(expect);
+  free(src);
+  free(vec);
+}
+
+/* ------------------------------------------------------------- pack */
+
+static void test_pack(void) {
+  for (int li = 0; li < NBYTE; li++) {
+    const layout_t *L = &byte_layouts[li];
+    long ext = extent(L, L->ds), n = npieces(L), total = n * L->count[0];
+    unsigned char *strided = malloc((size_t)ext), *buf = malloc((size_t)total + 1), *expect = malloc((size_t)ext);
+    mp_fill_pattern(strided, (size_t)ext, me, li, 0);
+    memset(buf, 0xEE, (size_t)total + 1);
+    armci_write_strided(strided, L->levels, (int *)L->ds, (int *)L->count, (char *)buf);
+    mp_set_where("armci_write_strided layout %d", li);
+    for (long k = 0; k < n; k++) {
+      long so, dof;
+      piece(L, k, &so, &dof);
+      MP_CHECK_BYTES(strided + dof, buf + k * L->count[0], L->count[0], "packed piece");
+    }
+    MP_CHECK_INT(0xEE, buf[total]);
+    memset(strided, 0x11, (size_t)ext);
+    memset(expect, 0x11, (size_t)ext);
+    mp_fill_pattern(buf, (size_t)total, li, me, 9);
+    for (long k = 0; k < n; k++) {
+      long so, dof;
+      piece(L, k, &so, &dof);
+      memcpy(expect + dof, buf + k * L->count[0], (size_t)L->count[0]);
+    }
+    armci_read_strided(strided, L->levels, (int *)L->ds, (int *)L->count, (char *)buf);
+    mp_set_where("armci_read_strided layout %d", li);
+    MP_CHECK_BYTES(expect, strided, ext, "unpacked layout");
+    free(strided);
+    free(buf);
+    free(expect);
+  }
+}
+
+int main(int argc, char **argv) {
+  mp_init(&argc, &argv);
+  me = mp_me;
+  np = mp_np;
+  void **base = malloc(sizeof(void *) * (size_t)np);
+  MP_CHECK_INT(0, ARMCI_Malloc(base, (armci_size_t)SLOT * np));
+  for (int kd = STRIDED; kd <= VECTOR; kd++)
+    for (int m = 0; m < NMODES; m++) {
+      for (int li = 0; li < NBYTE; li++) {
+        test_put((char **)base, kd, m, &byte_layouts[li], li);
+        test_get((char **)base, kd, m, &byte_layouts[li], li);
+      }
+      for (int li = 0; li < NACC; li++) {
+        test_acc((char **)base, kd, m, &acc_layouts[li], li, 0);
+        test_acc((char **)base, kd, m, &acc_layouts[li], li, 1);
+      }
+    }
+  test_pack();
+  mp_set_where("shutdown");
+  ARMCI_Barrier();
+  MP_CHECK_INT(0, ARMCI_Free(base[me]));
+  MP_CHECK_INT(0, ARMCI_Finalize());
+  mp_pass("mp_strided", me);
+  free(base);
+  return 0;
+}
