@@ -83,4 +83,23 @@ static inline void access_end(void *p) {
 #endif
 }
 
+/* ARMCI-MPI's ARMCI_Init refuses to run before MPI_Init; libarmci needs no MPI. */
+static inline void bench_start(int *argc, char ***argv) {
+#ifdef ARMCI_MPI
+  MPI_Init(argc, argv);
+#else
+  (void)argc;
+  (void)argv;
+#endif
+  ARMCI_Init();
+  me = armci_msg_me();
+}
+
+static inline void bench_end(void) {
+  ARMCI_Finalize();
+#ifdef ARMCI_MPI
+  MPI_Finalize();
+#endif
+}
+
 #endif /* ARMCI_BENCH_COMMON_H */

@@ -638,12 +638,7 @@ static void write_csv(const struct bench *b, FILE *csv) {
 }
 
 int main(int argc, char **argv) {
-#ifdef ARMCI_MPI
-  /* ARMCI-MPI's ARMCI_Init refuses to run before MPI_Init. */
-  MPI_Init(&argc, &argv);
-#endif
-  ARMCI_Init();
-  me = armci_msg_me();
+  bench_start(&argc, &argv);
   nproc = armci_msg_nproc();
 
   static struct bench bench;
@@ -655,10 +650,7 @@ int main(int argc, char **argv) {
     code = 2;
   }
   if (code != 0) {
-    ARMCI_Finalize();
-#ifdef ARMCI_MPI
-    MPI_Finalize();
-#endif
+    bench_end();
     return code == 1 ? 0 : code;
   }
   const struct config *cfg = &b->cfg;
@@ -745,9 +737,6 @@ int main(int argc, char **argv) {
   ARMCI_Free(b->bases[me]);
   free(b->bases);
   free(b->handles);
-  ARMCI_Finalize();
-#ifdef ARMCI_MPI
-  MPI_Finalize();
-#endif
+  bench_end();
   return 0;
 }

@@ -112,11 +112,7 @@ static long count_errors(void) {
 }
 
 int main(int argc, char **argv) {
-#ifdef ARMCI_MPI
-  MPI_Init(&argc, &argv);
-#endif
-  ARMCI_Init();
-  me = armci_msg_me();
+  bench_start(&argc, &argv);
   np = armci_msg_nproc();
 
   int log_words = 20, reps = 3;
@@ -133,10 +129,7 @@ int main(int argc, char **argv) {
     case 'c': csv_path = optarg; break;
     default:
       if (me == 0) fprintf(stderr, "usage: gups [-l LOG2WORDS] [-u UPDATES] [-r REPS] [-v lock,acc,fadd,racy] [-c FILE]\n");
-      ARMCI_Finalize();
-#ifdef ARMCI_MPI
-      MPI_Finalize();
-#endif
+      bench_end();
       return opt == 'h' ? 0 : 2;
     }
   }
@@ -240,9 +233,6 @@ int main(int argc, char **argv) {
   ARMCI_Destroy_mutexes();
   ARMCI_Free(errors_at[me]);
   ARMCI_Free(table[me]);
-  ARMCI_Finalize();
-#ifdef ARMCI_MPI
-  MPI_Finalize();
-#endif
+  bench_end();
   return exit_code;
 }

@@ -179,11 +179,7 @@ static void verify(int reps, long n) {
 }
 
 int main(int argc, char **argv) {
-#ifdef ARMCI_MPI
-  MPI_Init(&argc, &argv); /* ARMCI-MPI's ARMCI_Init needs MPI first */
-#endif
-  ARMCI_Init();
-  me = armci_msg_me();
+  bench_start(&argc, &argv);
   np = armci_msg_nproc();
 
   int reps = 9;
@@ -200,10 +196,7 @@ int main(int argc, char **argv) {
     case 'c': csv_path = optarg; break;
     default:
       if (me == 0) fprintf(stderr, "usage: rmw_bench [-r REPS] [-t MS] [-n N] [-q] [-c FILE]\n");
-      ARMCI_Finalize();
-#ifdef ARMCI_MPI
-      MPI_Finalize();
-#endif
+      bench_end();
       return opt == 'h' ? 0 : 2;
     }
   }
@@ -261,9 +254,6 @@ int main(int argc, char **argv) {
   ARMCI_Barrier();
   ARMCI_Destroy_mutexes();
   ARMCI_Free(words[me]);
-  ARMCI_Finalize();
-#ifdef ARMCI_MPI
-  MPI_Finalize();
-#endif
+  bench_end();
   return 0;
 }

@@ -49,11 +49,7 @@ static void check_gets(const char *local, const char *remote_image, long piece, 
 }
 
 int main(int argc, char **argv) {
-#ifdef ARMCI_MPI
-  MPI_Init(&argc, &argv); /* ARMCI-MPI's ARMCI_Init needs MPI first */
-#endif
-  ARMCI_Init();
-  me = armci_msg_me();
+  bench_start(&argc, &argv);
   int np = armci_msg_nproc();
   int reps = 7;
   long total = 1L << 20;
@@ -127,9 +123,6 @@ int main(int argc, char **argv) {
   ARMCI_Free(bases[me]);
   free(bases);
   free(image);
-  ARMCI_Finalize();
-#ifdef ARMCI_MPI
-  MPI_Finalize();
-#endif
+  bench_end();
   return 0;
 }
