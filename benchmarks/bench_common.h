@@ -83,6 +83,18 @@ static inline void access_end(void *p) {
 #endif
 }
 
+/* Where atomics run, by libarmci's rule: CPU atomics when every rank shares
+ * this node through shared memory, the network otherwise ("mpi" for ARMCI-MPI). */
+static inline const char *atomics_mode(void) {
+#ifdef ARMCI_MPI
+  return "mpi";
+#else
+  int all_local = ARMCI_Uses_shm();
+  for (int r = 0; r < armci_msg_nproc(); r++) all_local &= ARMCI_Same_node(r);
+  return all_local ? "cpu-atomics" : "network";
+#endif
+}
+
 /* ARMCI-MPI's ARMCI_Init refuses to run before MPI_Init; libarmci needs no MPI. */
 static inline void bench_start(int *argc, char ***argv) {
 #ifdef ARMCI_MPI

@@ -153,12 +153,7 @@ int main(int argc, char **argv) {
   ARMCI_Create_mutexes(NMUTEX);
   ARMCI_Barrier();
 
-  const char *mode = "mpi";
-#ifndef ARMCI_MPI
-  int all_local = ARMCI_Uses_shm();
-  for (int r = 0; r < np; r++) all_local &= ARMCI_Same_node(r);
-  mode = all_local ? "cpu-atomics" : "network";
-#endif
+  const char *mode = atomics_mode();
 
   struct row {
     int v;

@@ -211,14 +211,7 @@ int main(int argc, char **argv) {
   ARMCI_Create_mutexes(1);
   ARMCI_Barrier();
 
-  /* Where the atomics run: CPU when every rank shares this node through
-   * shared memory, the network otherwise (libarmci's rule). */
-  const char *mode = "mpi";
-#ifndef ARMCI_MPI
-  int all_local = ARMCI_Uses_shm();
-  for (int r = 0; r < np; r++) all_local &= ARMCI_Same_node(r);
-  mode = all_local ? "cpu-atomics" : "network";
-#endif
+  const char *mode = atomics_mode();
 
   double wall0 = now(), cpu0 = cpu_now();
   for (int op = 0; op < NOPS; op++) {

@@ -491,6 +491,18 @@ class VerbsNetwork final : public Network {
   // connections
   void start_connect(Peer& p);
   bool create_qp(Peer& p);
+  // The RC queue pair every peer gets (and the start-up probe asks for).
+  ibv_qp_init_attr rc_qp_attributes(std::uint32_t send_sge, std::uint32_t inline_bytes) const {
+    ibv_qp_init_attr qa{};
+    qa.send_cq = scq_;
+    qa.recv_cq = rcq_;
+    qa.srq = srq_;
+    qa.qp_type = IBV_QPT_RC;
+    qa.cap.max_send_wr = sq_depth_;
+    qa.cap.max_send_sge = send_sge;
+    qa.cap.max_inline_data = inline_bytes;
+    return qa;
+  }
   bool bring_up(Peer& p, const Handshake& m);
   void become_ready(Peer& p);
   void send_handshake(Peer& p, std::uint8_t type);
@@ -711,14 +723,7 @@ VerbsNetwork::VerbsNetwork(int rank, int size) : rank_(rank), size_(size) {
                   static_cast<std::size_t>(kMaxSge)}));
     std::uint32_t want_inline = static_cast<std::uint32_t>(cfg_.max_inline);
     for (;;) {
-      ibv_qp_init_attr qa{};
-      qa.send_cq = scq_;
-      qa.recv_cq = rcq_;
-      qa.srq = srq_;
-      qa.qp_type = IBV_QPT_RC;
-      qa.cap.max_send_wr = sq_depth_;
-      qa.cap.max_send_sge = want_sge;
-      qa.cap.max_inline_data = want_inline;
+      ibv_qp_init_attr qa = rc_qp_attributes(want_sge, want_inline);
       ibv_qp* probe = ibv_create_qp(pd_, &qa);
       if (probe != nullptr) {
         sq_depth_ = std::min<std::uint32_t>(qa.cap.max_send_wr, sq_depth_);
@@ -1075,14 +1080,7 @@ ibv_ah_attr VerbsNetwork::ah_attr_for(const WireAddress& a) const {
 }
 
 bool VerbsNetwork::create_qp(Peer& p) {
-  ibv_qp_init_attr qa{};
-  qa.send_cq = scq_;
-  qa.recv_cq = rcq_;
-  qa.srq = srq_;
-  qa.qp_type = IBV_QPT_RC;
-  qa.cap.max_send_wr = sq_depth_;
-  qa.cap.max_send_sge = max_send_sge_;
-  qa.cap.max_inline_data = max_inline_;
+  ibv_qp_init_attr qa = rc_qp_attributes(max_send_sge_, max_inline_);
   active_.reserve(active_.size() + 1);
   p.ring = std::make_unique<std::uintptr_t[]>(sq_depth_);
   p.qp = ibv_create_qp(pd_, &qa);
