@@ -23,6 +23,10 @@ struct Capabilities {
   std::size_t max_outstanding_reads = 0;  // 0: the layer queues internally
   bool atomics_coherent_with_cpu = false;  // network atomics vs. CPU atomics
   bool native_notify = false;         // write-with-notification in one operation
+  // Zero-copy needs local memory registered with this layer (verbs). A
+  // layer that registers and caches on its own (UCX) says false, and the
+  // core then leaves every transfer to it unless told otherwise.
+  bool needs_local_registration = false;
 };
 
 // Completion of one or more operations. The caller owns it and keeps it alive

@@ -781,6 +781,7 @@ VerbsNetwork::VerbsNetwork(int rank, int size) : rank_(rank), size_(size) {
 
     caps_.name = "verbs";
     caps_.max_sge = std::min(max_send_sge_, max_read_sge_);
+    caps_.needs_local_registration = true;
     caps_.max_inline = max_inline_;
     caps_.max_message = cfg_.recv_size - sizeof(WireHeader);
     caps_.max_outstanding_reads = initiator_depth_;

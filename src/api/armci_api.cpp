@@ -74,7 +74,7 @@ inline void check_transfer(const char* call, const Runtime& r, const void* src, 
 template <typename Start>
 int blocking(const char* call, Runtime& r, Start start) {
   Completion done;
-  start(done);
+  start(done, static_cast<armci::VectorBatches*>(nullptr));
   if (!done.done()) r.wait(call, done);
   return 0;
 }
@@ -114,6 +114,7 @@ void complete_handle(const char* call, Runtime& r, armci_hdl_t* h) {
   if (h->request < 0) return;
   const auto id = handle_id(h);
   if (auto* request = r.requests().find(id)) {
+    r.send_batches(request->batches, request->completion);
     r.wait(call, request->completion);
     r.requests().release(id);
   }
@@ -121,40 +122,45 @@ void complete_handle(const char* call, Runtime& r, armci_hdl_t* h) {
 }
 
 // Runs one nonblocking operation with the completion its handle calls for.
+// start(completion, batches): batches is the aggregate handle's list of
+// vector messages being filled, or nullptr.
 template <typename Start>
 int nonblocking(const char* call, Runtime& r, int proc, armci_hdl_t* handle, Start start) {
   if (handle == nullptr) {
-    start(r.implicit_completion(proc));
+    start(r.implicit_completion(proc), static_cast<armci::VectorBatches*>(nullptr));
+    r.limit_implicit(proc);
     return 0;
   }
   check_handle(call, handle);
   if (r.peer_kind(proc) != PeerKind::network && handle->request < 0) {
     // Same-node transfers are finished when start() returns: no slot needed.
     Completion done;
-    start(done);
+    start(done, static_cast<armci::VectorBatches*>(nullptr));
     return 0;
   }
   Runtime::Requests::Id id{};
-  Completion* completion = nullptr;
+  armci::ExplicitRequest* request = nullptr;
   if (handle->request >= 0) {
-    if (auto* request = r.requests().find(handle_id(handle)); request && is_aggregate(handle)) {
+    if (auto* found = r.requests().find(handle_id(handle)); found && is_aggregate(handle)) {
       id = handle_id(handle);
-      completion = &request->completion;  // aggregate: more operations on one request
+      request = found;  // aggregate: more operations on one request
     } else {
       complete_handle(call, r, handle);  // reuse before wait: finish the old one first
     }
   }
-  if (completion == nullptr) {
+  const bool fresh = request == nullptr;
+  if (fresh) {
     id = r.requests().acquire();
-    auto* request = r.requests().find(id);
+    request = r.requests().find(id);
     request->peer = proc;
-    completion = &request->completion;
     set_handle(handle, static_cast<int>(id.index), id.generation);
   }
-  start(*completion);
-  if (r.test(call, *completion)) {
+  start(request->completion, is_aggregate(handle) ? &request->batches : nullptr);
+  if (request->batches.empty() && r.test(call, request->completion)) {
     r.requests().release(id);
     set_handle(handle, -1, 0);
+  } else if (fresh) {
+    r.note_pending(id);
   }
   return 0;
 }
@@ -225,7 +231,7 @@ int ARMCI_Free_local(void* ptr) {
 int ARMCI_Put(void* src, void* dst, int bytes, int proc) {
   Runtime& r = runtime("ARMCI_Put");
   check_transfer("ARMCI_Put", r, src, dst, bytes, proc);
-  return blocking("ARMCI_Put", r, [&](Completion& c) {
+  return blocking("ARMCI_Put", r, [&](Completion& c, armci::VectorBatches*) {
     r.start_put("ARMCI_Put", src, dst, static_cast<std::size_t>(bytes), proc, c);
   });
 }
@@ -233,7 +239,7 @@ int ARMCI_Put(void* src, void* dst, int bytes, int proc) {
 int ARMCI_Get(void* src, void* dst, int bytes, int proc) {
   Runtime& r = runtime("ARMCI_Get");
   check_transfer("ARMCI_Get", r, src, dst, bytes, proc);
-  return blocking("ARMCI_Get", r, [&](Completion& c) {
+  return blocking("ARMCI_Get", r, [&](Completion& c, armci::VectorBatches*) {
     r.start_get("ARMCI_Get", src, dst, static_cast<std::size_t>(bytes), proc, c);
   });
 }
@@ -243,7 +249,7 @@ int ARMCI_Acc(int datatype, void* scale, void* src, void* dst, int bytes, int pr
   check_transfer("ARMCI_Acc", r, src, dst, bytes, proc);
   check_acc("ARMCI_Acc", datatype, scale, bytes);
   const auto factor = armci::make_acc_scale(datatype, scale);
-  return blocking("ARMCI_Acc", r, [&](Completion& c) {
+  return blocking("ARMCI_Acc", r, [&](Completion& c, armci::VectorBatches*) {
     r.start_acc("ARMCI_Acc", datatype, factor, src, dst, static_cast<std::size_t>(bytes), proc, c);
   });
 }
@@ -269,16 +275,16 @@ void ARMCI_UNSET_AGGREGATE_HANDLE(armci_hdl_t* handle) {
 int ARMCI_NbPut(void* src, void* dst, int bytes, int proc, armci_hdl_t* handle) {
   Runtime& r = runtime("ARMCI_NbPut");
   check_transfer("ARMCI_NbPut", r, src, dst, bytes, proc);
-  return nonblocking("ARMCI_NbPut", r, proc, handle, [&](Completion& c) {
-    r.start_put("ARMCI_NbPut", src, dst, static_cast<std::size_t>(bytes), proc, c);
+  return nonblocking("ARMCI_NbPut", r, proc, handle, [&](Completion& c, armci::VectorBatches* batches) {
+    r.start_put("ARMCI_NbPut", src, dst, static_cast<std::size_t>(bytes), proc, c, batches);
   });
 }
 
 int ARMCI_NbGet(void* src, void* dst, int bytes, int proc, armci_hdl_t* handle) {
   Runtime& r = runtime("ARMCI_NbGet");
   check_transfer("ARMCI_NbGet", r, src, dst, bytes, proc);
-  return nonblocking("ARMCI_NbGet", r, proc, handle, [&](Completion& c) {
-    r.start_get("ARMCI_NbGet", src, dst, static_cast<std::size_t>(bytes), proc, c);
+  return nonblocking("ARMCI_NbGet", r, proc, handle, [&](Completion& c, armci::VectorBatches* batches) {
+    r.start_get("ARMCI_NbGet", src, dst, static_cast<std::size_t>(bytes), proc, c, batches);
   });
 }
 
@@ -287,8 +293,8 @@ int ARMCI_NbAcc(int datatype, void* scale, void* src, void* dst, int bytes, int 
   check_transfer("ARMCI_NbAcc", r, src, dst, bytes, proc);
   check_acc("ARMCI_NbAcc", datatype, scale, bytes);
   const auto factor = armci::make_acc_scale(datatype, scale);
-  return nonblocking("ARMCI_NbAcc", r, proc, handle, [&](Completion& c) {
-    r.start_acc("ARMCI_NbAcc", datatype, factor, src, dst, static_cast<std::size_t>(bytes), proc, c);
+  return nonblocking("ARMCI_NbAcc", r, proc, handle, [&](Completion& c, armci::VectorBatches* batches) {
+    r.start_acc("ARMCI_NbAcc", datatype, factor, src, dst, static_cast<std::size_t>(bytes), proc, c, batches);
   });
 }
 
@@ -307,6 +313,7 @@ int ARMCI_Test(armci_hdl_t* handle) {
   if (handle->request < 0) return 0;
   const auto id = handle_id(handle);
   auto* request = r.requests().find(id);
+  if (request != nullptr) r.send_batches(request->batches, request->completion);
   if (request != nullptr && !r.test("ARMCI_Test", request->completion)) return 1;
   if (request != nullptr) r.requests().release(id);
   set_handle(handle, -1, 0);
@@ -342,7 +349,7 @@ void ARMCI_Barrier(void) { runtime("ARMCI_Barrier").barrier(); }
     Runtime& r = runtime("ARMCI_PutValue" #Suffix);                                         \
     check_proc("ARMCI_PutValue" #Suffix, r, proc);                                          \
     check_pointer("ARMCI_PutValue" #Suffix, "dst", dst, 1);                                 \
-    return blocking("ARMCI_PutValue" #Suffix, r, [&](Completion& c) {                       \
+    return blocking("ARMCI_PutValue" #Suffix, r, [&](Completion& c, armci::VectorBatches*) {                       \
       r.start_put("ARMCI_PutValue" #Suffix, &src, dst, sizeof(Type), proc, c);              \
     });                                                                                     \
   }                                                                                         \
@@ -361,7 +368,7 @@ void ARMCI_Barrier(void) { runtime("ARMCI_Barrier").barrier(); }
     check_proc("ARMCI_GetValue" #Suffix, r, proc);                                          \
     check_pointer("ARMCI_GetValue" #Suffix, "src", src, 1);                                 \
     Type value{};                                                                           \
-    blocking("ARMCI_GetValue" #Suffix, r, [&](Completion& c) {                              \
+    blocking("ARMCI_GetValue" #Suffix, r, [&](Completion& c, armci::VectorBatches*) {                              \
       r.start_get("ARMCI_GetValue" #Suffix, src, &value, sizeof(Type), proc, c);            \
     });                                                                                     \
     return value;                                                                           \
@@ -493,11 +500,14 @@ void armci_msg_barrier(void) { runtime("armci_msg_barrier").barrier(); }
 }  // extern "C"
 
 // ---------------------------------------------------------------- strided and vector
-// Direct protocol: the layout is walked piece by piece and each contiguous
-// piece goes through start_put/start_get/start_acc with one Completion, so
-// blocking, Nb, implicit handles, Wait and Fence behave as for contiguous
-// calls. Every argument, and the whole remote extent, is checked before the
-// first piece moves.
+// The layout is walked piece by piece and each contiguous piece goes
+// through start_put/start_get/start_acc with one Completion, so blocking,
+// Nb, implicit handles, Wait and Fence behave as for contiguous calls.
+// Direct protocol: each piece is its own network operation. Buffered: pieces
+// are packed into vector messages that the target's helper unpacks (chosen
+// for small pieces to network peers, ARMCI_STRIDED_PROTOCOL and
+// ARMCI_STRIDED_BUFFERED_MAX). Every argument, and the whole remote extent,
+// is checked before the first piece moves.
 
 namespace {
 
@@ -535,20 +545,43 @@ bool check_strided(const char* call, Runtime& r, Op op, const AccArgs* acc, cons
   return true;
 }
 
+// Whether pieces of `piece_bytes` to proc travel packed in vector messages
+// (buffered protocol: the target's helper unpacks them) rather than one
+// network operation each (direct).
+bool strided_buffered(const Runtime& r, int proc, std::size_t piece_bytes) {
+  if (r.peer_kind(proc) != PeerKind::network) return false;  // same node: copied piece by piece
+  switch (r.settings().strided) {
+    case armci::StridedChoice::direct: return false;
+    case armci::StridedChoice::buffered: return true;
+    case armci::StridedChoice::automatic: break;
+  }
+  return piece_bytes <= r.settings().strided_buffered_max;
+}
+
+// Sends one piece the way the protocol says; `batches` collects buffered
+// pieces (the call's own list, or an aggregate handle's).
+void start_piece(const char* call, Runtime& r, Op op, const AccArgs* acc, std::byte* s, std::byte* d,
+                 std::size_t bytes, int proc, Completion& c, armci::VectorBatches* batches, bool buffered) {
+  switch (op) {
+    case Op::put: r.start_put(call, s, d, bytes, proc, c, batches, buffered); break;
+    case Op::get: r.start_get(call, s, d, bytes, proc, c, batches, buffered); break;
+    case Op::acc: r.start_acc(call, acc->datatype, acc->scale, s, d, bytes, proc, c, batches, buffered); break;
+  }
+}
+
 void start_strided(const char* call, Runtime& r, Op op, const AccArgs* acc, void* src, const int* src_stride,
-                   void* dst, const int* dst_stride, const int* count, int levels, int proc, Completion& c) {
+                   void* dst, const int* dst_stride, const int* count, int levels, int proc, Completion& c,
+                   armci::VectorBatches* aggregate) {
   auto* s = static_cast<std::byte*>(src);
   auto* d = static_cast<std::byte*>(dst);
+  const bool buffered = strided_buffered(r, proc, static_cast<std::size_t>(count[0]));
+  armci::VectorBatches own;
+  armci::VectorBatches* batches = aggregate ? aggregate : (buffered ? &own : nullptr);
   armci::strided::for_each_piece(src_stride, dst_stride, count, levels,
                                  [&](std::int64_t so, std::int64_t dso, std::size_t bytes) {
-                                   switch (op) {
-                                     case Op::put: r.start_put(call, s + so, d + dso, bytes, proc, c); break;
-                                     case Op::get: r.start_get(call, s + so, d + dso, bytes, proc, c); break;
-                                     case Op::acc:
-                                       r.start_acc(call, acc->datatype, acc->scale, s + so, d + dso, bytes, proc, c);
-                                       break;
-                                   }
+                                   start_piece(call, r, op, acc, s + so, d + dso, bytes, proc, c, batches, buffered);
                                  });
+  r.send_batches(own, c);
 }
 
 AccArgs make_acc(const char* call, int datatype, const void* scale) {
@@ -563,7 +596,9 @@ int strided_call(const char* call, Op op, const AccArgs* acc, void* src, int* sr
     if (nb && handle != nullptr) check_handle(call, handle);
     return 0;
   }
-  auto start = [&](Completion& c) { start_strided(call, r, op, acc, src, src_stride, dst, dst_stride, count, levels, proc, c); };
+  auto start = [&](Completion& c, armci::VectorBatches* aggregate) {
+    start_strided(call, r, op, acc, src, src_stride, dst, dst_stride, count, levels, proc, c, aggregate);
+  };
   return nb ? nonblocking(call, r, proc, handle, start) : blocking(call, r, start);
 }
 
@@ -597,28 +632,28 @@ void check_vector(const char* call, Runtime& r, Op op, const AccArgs* acc, const
 }
 
 void start_vector(const char* call, Runtime& r, Op op, const AccArgs* acc, const armci_giov_t* iov, int iov_len,
-                  int proc, Completion& c) {
+                  int proc, Completion& c, armci::VectorBatches* aggregate) {
+  armci::VectorBatches own;
   for (int i = 0; i < iov_len; ++i) {
     const armci_giov_t& v = iov[i];
     if (v.bytes == 0) continue;
     const auto bytes = static_cast<std::size_t>(v.bytes);
-    for (int j = 0; j < v.ptr_array_len; ++j) {
-      void* s = v.src_ptr_array[j];
-      void* d = v.dst_ptr_array[j];
-      switch (op) {
-        case Op::put: r.start_put(call, s, d, bytes, proc, c); break;
-        case Op::get: r.start_get(call, s, d, bytes, proc, c); break;
-        case Op::acc: r.start_acc(call, acc->datatype, acc->scale, s, d, bytes, proc, c); break;
-      }
-    }
+    const bool buffered = strided_buffered(r, proc, bytes);
+    armci::VectorBatches* batches = aggregate ? aggregate : (buffered ? &own : nullptr);
+    for (int j = 0; j < v.ptr_array_len; ++j)
+      start_piece(call, r, op, acc, static_cast<std::byte*>(v.src_ptr_array[j]),
+                  static_cast<std::byte*>(v.dst_ptr_array[j]), bytes, proc, c, batches, buffered);
   }
+  r.send_batches(own, c);
 }
 
 int vector_call(const char* call, Op op, const AccArgs* acc, armci_giov_t* iov, int iov_len, int proc, bool nb,
                 armci_hdl_t* handle) {
   Runtime& r = runtime(call);
   check_vector(call, r, op, acc, iov, iov_len, proc);
-  auto start = [&](Completion& c) { start_vector(call, r, op, acc, iov, iov_len, proc, c); };
+  auto start = [&](Completion& c, armci::VectorBatches* aggregate) {
+    start_vector(call, r, op, acc, iov, iov_len, proc, c, aggregate);
+  };
   return nb ? nonblocking(call, r, proc, handle, start) : blocking(call, r, start);
 }
 

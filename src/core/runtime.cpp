@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -14,6 +15,7 @@
 
 #include "src/core/copy.hpp"
 #include "src/core/error.hpp"
+#include "src/core/messages.hpp"
 #include "src/core/sync.hpp"
 #include "platform/network_factory.hpp"
 
@@ -22,22 +24,6 @@ namespace armci {
 Runtime* Runtime::instance_ = nullptr;
 
 namespace {
-
-constexpr std::uint8_t kAccMessage = 1;
-constexpr std::uint8_t kAccAckMessage = 2;
-
-struct AccHeader {
-  std::uint64_t address;
-  std::uint64_t token;  // the origin's Completion, handed back in the ack
-  std::uint64_t bytes;
-  std::int32_t datatype;
-  std::int32_t reserved;
-  AccScale scale;
-};
-
-struct AckHeader {
-  std::uint64_t token;
-};
 
 // Byte-wise serialisation of the start-up and allocation records.
 class Writer {
@@ -177,15 +163,12 @@ void Runtime::start_up() {
     // An Acc piece must fit one control message of the layer.
     const std::size_t room = network_->capabilities().max_message;
     acc_chunk_ = std::min(settings_.acc_chunk, room > 256 ? (room - 256) & ~std::size_t{15} : 16);
-    network_->set_message_handler(kAccMessage, [this](int source, auto header, auto payload) {
+    batch_limit_ = std::min(settings_.aggregate_bytes, room > 1024 ? room - 256 : 768);
+    network_->set_message_handler(wire::kAcc, [this](int source, auto header, auto payload) {
       handle_acc_message(source, header, payload);
     });
-    network_->set_message_handler(kAccAckMessage, [this](int source, auto header, auto) {
-      AckHeader ack;
-      std::memcpy(&ack, header.data(), sizeof ack);
-      reinterpret_cast<platform::Completion*>(ack.token)->pending.fetch_sub(1, std::memory_order_release);
-      acks_pending_[static_cast<std::size_t>(source)].fetch_sub(1, std::memory_order_release);
-    });
+    network_->set_message_handler(wire::kAck, [this](int source, auto header, auto) { handle_ack(source, header); });
+    install_vector_handlers();
   } else {
     network_.reset();  // nobody to talk to through it
   }
@@ -209,58 +192,97 @@ void Runtime::start_up() {
   bootstrap_->fence();
   control_->own.unlink();
   sync_ = std::make_unique<Sync>(*this);
-  if (network_ && settings_.progress_thread) start_progress_thread();
+  if (network_) start_progress_thread();
   if (settings_.verbose > 0 && rank_ == 0) print_info();
 }
 
 void Runtime::start_progress_thread() {
+  if (settings_.helper == HelperMode::none) return;
   const int wakeup = network_->wakeup_fd();
   if (wakeup < 0) return;  // the layer cannot block: progress stays inside calls
   stop_progress_ = eventfd(0, EFD_CLOEXEC);
-  if (stop_progress_ < 0) fail("ARMCI_Init", "eventfd for the progress thread failed");
-  progress_thread_ = std::thread([this, wakeup] {
-    // Serves the network while the application computes or sits in another
-    // library (MPI): Accs addressed to us, and the answers a network owes
-    // its peers. While the application itself drives the network (it is
-    // waiting inside the library) the thread stays off it: taking turns on
-    // one layer and being woken by every completion would cost more than it
-    // serves (7x on put+fence over verbs). So it sleeps in steps and arms the
-    // network's wakeup only once a whole step went by without the
-    // application progressing. Steps double while the application stays
-    // busy (up to 64 times the first), so a long run of library calls costs
-    // a few wakeups a second, and start again short once it has gone.
-    const long shortest_ns = settings_.progress_idle_us * 1000;
-    const long longest_ns = shortest_ns * 64;
-    long step_ns = shortest_ns;
-    pollfd fds[2] = {{wakeup, POLLIN, 0}, {stop_progress_, POLLIN, 0}};
-    std::uint64_t seen = application_progress_.load(std::memory_order_relaxed);
+  kick_progress_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (stop_progress_ < 0 || kick_progress_ < 0) fail("ARMCI_Init", "eventfd for the helper thread failed");
+  progress_thread_ = std::thread([this, wakeup] { helper_loop(wakeup); });
+}
+
+// The helper serves the network while the application computes or sits in
+// another library (MPI): Accs and vector messages addressed to us, the
+// answers a network owes its peers, and the chunks of buffered transfers.
+// While the application itself drives the network (it is waiting inside
+// the library) the helper stays off it: taking turns on one layer and being
+// woken by every completion would cost more than it serves (7x on put+fence
+// over verbs). So it sleeps in steps and arms the network's wakeup only once
+// a whole step went by without the application progressing. Steps double
+// while the application stays busy (up to 64 times the first), so a long run
+// of library calls costs a few wakeups a second, and start again short once
+// it has gone. A buffered transfer left unfinished by a nonblocking call
+// kicks it awake at once: its copies are what the application overlaps.
+void Runtime::helper_loop(int wakeup) {
+  const long shortest_ns = settings_.progress_idle_us * 1000;
+  const long longest_ns = shortest_ns * 64;
+  const bool spin = settings_.helper == HelperMode::spin;
+  const auto spin_for = std::chrono::microseconds(settings_.helper_spin_us);
+  long step_ns = shortest_ns;
+  pollfd control[2] = {{stop_progress_, POLLIN, 0}, {kick_progress_, POLLIN, 0}};
+  pollfd all[3] = {{wakeup, POLLIN, 0}, {stop_progress_, POLLIN, 0}, {kick_progress_, POLLIN, 0}};
+  auto drain_kicks = [this] {
+    std::uint64_t count;
+    while (read(kick_progress_, &count, sizeof count) == sizeof count) {
+    }
+  };
+  auto serve_once = [this] {
+    int events = network_->progress();
+    if (buffered_active_.load(std::memory_order_relaxed) != 0) events += advance_buffered();
+    return events;
+  };
+  std::uint64_t seen = application_progress_.load(std::memory_order_relaxed);
+  for (;;) {
+    const timespec step{step_ns / 1000000000, step_ns % 1000000000};
+    const int ready = ppoll(control, 2, &step, nullptr);
+    if (ready > 0 && (control[0].revents & POLLIN)) return;  // asked to stop
+    const bool kicked = ready > 0 && (control[1].revents & POLLIN);
+    if (kicked) drain_kicks();
+    const std::uint64_t now = application_progress_.load(std::memory_order_relaxed);
+    if (!kicked && now != seen && buffered_active_.load() == 0) {
+      seen = now;
+      step_ns = std::min(step_ns * 2, longest_ns);
+      continue;
+    }
+    step_ns = shortest_ns;
+    helper_serving_.store(true);
     for (;;) {
-      const timespec step{step_ns / 1000000000, step_ns % 1000000000};
-      if (ppoll(&fds[1], 1, &step, nullptr) > 0) return;  // asked to stop
-      const std::uint64_t now = application_progress_.load(std::memory_order_relaxed);
-      if (now != seen) {
-        seen = now;
-        step_ns = std::min(step_ns * 2, longest_ns);
-        continue;
-      }
-      step_ns = shortest_ns;
-      // The application is elsewhere: serve and sleep on the network until
-      // it is back.
-      while (application_progress_.load(std::memory_order_relaxed) == seen) {
-        bool armed;
-        {
-          std::lock_guard guard(network_mutex_);
-          while (network_->progress() > 0) {
-          }
-          armed = network_->arm_wakeup();
-        }
-        if (!armed) continue;
-        if (poll(fds, 2, -1) < 0 && errno != EINTR) return;
-        if (fds[1].revents & POLLIN) return;
+      if (application_progress_.load(std::memory_order_relaxed) != seen && buffered_active_.load() == 0) {
+        helper_serving_.store(false);
+        // A kick skipped because we were still serving must not be lost.
+        if (buffered_active_.load() == 0) break;
+        helper_serving_.store(true);
       }
       seen = application_progress_.load(std::memory_order_relaxed);
+      if (spin) {
+        // Spin-then-block: poll the network for a while before sleeping, a
+        // core's worth of latency saved when events come close together.
+        auto until = std::chrono::steady_clock::now() + spin_for;
+        while (std::chrono::steady_clock::now() < until) {
+          std::unique_lock lock(network_mutex_, std::try_to_lock);
+          if (lock && serve_once() > 0) until = std::chrono::steady_clock::now() + spin_for;
+          if (application_progress_.load(std::memory_order_relaxed) != seen && buffered_active_.load() == 0) break;
+        }
+      }
+      bool armed;
+      {
+        std::lock_guard guard(network_mutex_);
+        while (serve_once() > 0) {
+        }
+        armed = network_->arm_wakeup();
+      }
+      if (!armed) continue;
+      if (poll(all, 3, -1) < 0 && errno != EINTR) return;
+      if (all[1].revents & POLLIN) return;
+      if (all[2].revents & POLLIN) drain_kicks();
     }
-  });
+    seen = application_progress_.load(std::memory_order_relaxed);
+  }
 }
 
 void Runtime::stop_progress_thread() {
@@ -269,7 +291,8 @@ void Runtime::stop_progress_thread() {
   if (write(stop_progress_, &one, sizeof one) != sizeof one) std::perror("armci: stopping the progress thread");
   progress_thread_.join();
   close(stop_progress_);
-  stop_progress_ = -1;
+  close(kick_progress_);
+  stop_progress_ = kick_progress_ = -1;
 }
 
 void Runtime::build_topology(const std::vector<std::string>& hosts) {
@@ -343,8 +366,10 @@ void Runtime::shut_down() {
   // Explicit requests the user never waited for may still be writing into
   // memory that is about to go.
   requests_.for_each_busy([&](Requests::Id, ExplicitRequest& request) {
+    send_batches(request.batches, request.completion);
     progress_until([&] { return request.completion.done(); });
   });
+  finish_buffered();
   barrier_only();
   for (auto& [id, allocation] : allocations_) free_allocation(*allocation);
   allocations_.clear();
@@ -363,6 +388,9 @@ void Runtime::shut_down() {
   control_.reset();
   bootstrap_->set_progress(nullptr);
   stop_progress_thread();
+  answers_.clear();
+  if (pool_registration_) network_->deregister_memory(pool_registration_);
+  pool_registration_ = {};
   network_.reset();
   bootstrap_.reset();
 }
@@ -540,34 +568,51 @@ void Runtime::order_after_puts(int proc, bool full_flush) {
 }
 
 void Runtime::start_put(const char* call, const void* src, void* dst, std::size_t bytes, int proc,
-                        platform::Completion& completion) {
+                        platform::Completion& completion, VectorBatches* batches, bool buffered) {
   if (bytes == 0) return;
   const Region& region = find_region(call, "dst", proc, dst, bytes);
   if (region.local != nullptr) [[likely]] {
     copy_bytes(region.local + (reinterpret_cast<std::uintptr_t>(dst) - region.base), src, bytes);
     return;
   }
+  const auto remote = reinterpret_cast<std::uintptr_t>(dst);
+  if (batches != nullptr && (buffered || bytes <= settings_.aggregate_piece_max)) {
+    batch_add(VectorBatch::Kind::put, 0, AccScale{}, static_cast<const std::byte*>(src), remote, bytes, proc,
+              completion, *batches);
+    return;
+  }
   order_after_puts(proc, false);
-  platform::LocalSegment segment{const_cast<void*>(src), bytes};
-  with_network([&](platform::Network& net) {
-    net.put(proc, std::span(&segment, 1), reinterpret_cast<std::uintptr_t>(dst), region.key, completion);
-  });
+  if (use_buffered(src, bytes)) {
+    start_buffered(false, static_cast<std::byte*>(const_cast<void*>(src)), remote, region.key, bytes, proc,
+                   completion);
+  } else {
+    platform::LocalSegment segment{const_cast<void*>(src), bytes};
+    with_network([&](platform::Network& net) { net.put(proc, std::span(&segment, 1), remote, region.key, completion); });
+  }
   puts_unordered_[static_cast<std::size_t>(proc)] = 1;
 }
 
 void Runtime::start_get(const char* call, const void* src, void* dst, std::size_t bytes, int proc,
-                        platform::Completion& completion) {
+                        platform::Completion& completion, VectorBatches* batches, bool buffered) {
   if (bytes == 0) return;
   const Region& region = find_region(call, "src", proc, src, bytes);
   if (region.local != nullptr) [[likely]] {
     copy_bytes(dst, region.local + (reinterpret_cast<std::uintptr_t>(src) - region.base), bytes);
     return;
   }
+  const auto remote = reinterpret_cast<std::uintptr_t>(src);
+  if (batches != nullptr && (buffered || bytes <= settings_.aggregate_piece_max)) {
+    batch_add(VectorBatch::Kind::get, 0, AccScale{}, static_cast<const std::byte*>(dst), remote, bytes, proc,
+              completion, *batches);
+    return;
+  }
   order_after_puts(proc, true);
+  if (use_buffered(dst, bytes)) {
+    start_buffered(true, static_cast<std::byte*>(dst), remote, region.key, bytes, proc, completion);
+    return;
+  }
   platform::LocalSegment segment{dst, bytes};
-  with_network([&](platform::Network& net) {
-    net.get(proc, std::span(&segment, 1), reinterpret_cast<std::uintptr_t>(src), region.key, completion);
-  });
+  with_network([&](platform::Network& net) { net.get(proc, std::span(&segment, 1), remote, region.key, completion); });
 }
 
 void Runtime::apply_acc_locally(ControlBlock& control, int datatype, const AccScale& scale, void* dst,
@@ -595,7 +640,8 @@ void Runtime::apply_acc_locally(ControlBlock& control, int datatype, const AccSc
 }
 
 void Runtime::start_acc(const char* call, int datatype, const AccScale& scale, const void* src, void* dst,
-                        std::size_t bytes, int proc, platform::Completion& completion) {
+                        std::size_t bytes, int proc, platform::Completion& completion, VectorBatches* batches,
+                        bool buffered) {
   if (bytes == 0) return;
   const Region& region = find_region(call, "dst", proc, dst, bytes);
   const auto target = reinterpret_cast<std::uintptr_t>(dst);
@@ -604,12 +650,17 @@ void Runtime::start_acc(const char* call, int datatype, const AccScale& scale, c
                       region.local + (target - region.base), src, bytes, target);
     return;
   }
+  if (batches != nullptr && (buffered || bytes <= settings_.aggregate_piece_max)) {
+    batch_add(VectorBatch::Kind::acc, datatype, scale, static_cast<const std::byte*>(src), target, bytes, proc,
+              completion, *batches);
+    return;
+  }
   // The target applies it: the network cannot add floating-point data.
   order_after_puts(proc, true);
   const auto* bytes_in = static_cast<const std::byte*>(src);
   for (std::size_t done = 0; done < bytes; done += acc_chunk_) {
     const std::size_t piece = std::min(acc_chunk_, bytes - done);
-    AccHeader header{};
+    wire::AccHeader header{};
     header.address = target + done;
     header.token = reinterpret_cast<std::uintptr_t>(&completion);
     header.bytes = piece;
@@ -619,7 +670,7 @@ void Runtime::start_acc(const char* call, int datatype, const AccScale& scale, c
     completion.pending.fetch_add(1, std::memory_order_relaxed);
     acks_pending_[static_cast<std::size_t>(proc)].fetch_add(1, std::memory_order_relaxed);
     with_network([&](platform::Network& net) {
-      net.send_message(proc, kAccMessage, std::as_bytes(std::span(&header, 1)), std::span(bytes_in + done, piece),
+      net.send_message(proc, wire::kAcc, std::as_bytes(std::span(&header, 1)), std::span(bytes_in + done, piece),
                        completion);
     });
   }
@@ -627,7 +678,7 @@ void Runtime::start_acc(const char* call, int datatype, const AccScale& scale, c
 
 void Runtime::handle_acc_message(int source, std::span<const std::byte> header_bytes,
                                  std::span<const std::byte> payload) {
-  AccHeader header;
+  wire::AccHeader header;
   std::memcpy(&header, header_bytes.data(), sizeof header);
   // The origin checked the range, but a target trusts only its own table.
   // Runs on whichever thread drives progress: no write to the lookup cache.
@@ -640,11 +691,7 @@ void Runtime::handle_acc_message(int source, std::span<const std::byte> header_b
   apply_acc_locally(*control_local_[static_cast<std::size_t>(rank_)], header.datatype, header.scale,
                     region->local + (header.address - region->base), payload.data(), header.bytes,
                     header.address);
-  // The ack's own completion is not waited for: it is a small eager
-  // message, and the worker keeps it until it is sent.
-  static platform::Completion acks_sent;
-  AckHeader ack{header.token};
-  network_->send_message(source, kAccAckMessage, std::as_bytes(std::span(&ack, 1)), {}, acks_sent);
+  send_ack(source, header.token);
 }
 
 void Runtime::wait(const char* call, platform::Completion& completion) {
@@ -672,6 +719,7 @@ void Runtime::fence(int proc) {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     return;
   }
+  finish_buffered();
   platform::Completion flushed;
   with_network([&](platform::Network& net) { net.flush(proc, flushed); });
   wait("ARMCI_Fence", flushed);
@@ -682,6 +730,7 @@ void Runtime::fence(int proc) {
 void Runtime::all_fence() {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (!network_) return;
+  finish_buffered();
   platform::Completion flushed;
   with_network([&](platform::Network& net) { net.flush_all(flushed); });
   wait("ARMCI_AllFence", flushed);

@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <cstddef>
+#include <deque>
+#include <list>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -16,6 +18,8 @@
 #include "platform/network.hpp"
 #include "platform/pmix/bootstrap.hpp"
 #include "platform/shm/segment.hpp"
+#include <cstring>
+
 #include "src/core/acc.hpp"
 #include "src/core/region_table.hpp"
 #include "src/core/request_table.hpp"
@@ -52,14 +56,60 @@ struct ControlBlock {
   std::atomic<std::uint32_t> acc_lock[kAccStripes];
 };
 
+// Small pieces to one network peer that travel together as one vector
+// message: the operations of an aggregate handle, and strided or vector
+// transfers on the buffered protocol. The target's helper applies them.
+struct VectorBatch {
+  enum class Kind : std::uint8_t { put, get, acc };
+  Kind kind = Kind::put;
+  int peer = -1;
+  int datatype = 0;
+  AccScale scale{};
+  std::uint32_t count = 0;
+  // put/acc: records of (address, length, data padded to 8 bytes);
+  // get: records of (address, length) only.
+  std::vector<std::byte> payload;
+  std::vector<platform::LocalSegment> destinations;  // get: where the answer goes
+  std::size_t answer_bytes = 0;                      // get: bytes the answer carries
+
+  bool matches(Kind k, int p, int type, const AccScale& s) const {
+    return kind == k && peer == p && (k != Kind::acc || (datatype == type && !std::memcmp(&scale, &s, sizeof s)));
+  }
+};
+using VectorBatches = std::vector<VectorBatch>;
+
 struct ExplicitRequest {
   platform::Completion completion;
   int peer = -1;
+  VectorBatches batches;  // an aggregate handle's operations not sent yet
   void reset() {
     completion.pending.store(0, std::memory_order_relaxed);
     completion.error.store(0, std::memory_order_relaxed);
     peer = -1;
+    batches.clear();
   }
+};
+
+// A contiguous transfer on the buffered protocol: chunks flow through the
+// pool of registered buffers, the copy of one overlapping the transfer of
+// the one before.
+struct BufferedTransfer {
+  struct Chunk {
+    int buffer = -1;
+    std::size_t offset = 0;
+    std::size_t length = 0;
+    platform::Completion done;
+  };
+  bool is_get = false;
+  int peer = -1;
+  std::byte* user = nullptr;
+  std::uintptr_t remote = 0;
+  platform::RemoteKey key{};
+  std::size_t bytes = 0;
+  std::size_t issued = 0;
+  std::size_t finished = 0;
+  platform::Completion* completion = nullptr;
+  std::deque<Chunk> chunks;  // in flight, oldest first
 };
 
 // One collective allocation: every rank's part, as this process reaches it.
@@ -108,12 +158,25 @@ class Runtime {
   // Transfers start here and complete through `completion` (which may
   // already be done when they return). Arguments are checked by the caller
   // except the remote range, checked here against the target's regions.
+  // With `batches`, pieces to a network peer of up to
+  // aggregate_piece_max bytes join a vector message there instead of
+  // leaving now (aggregate handles, buffered strided transfers); pieces of
+  // any size join when `buffered` is set.
   void start_put(const char* call, const void* src, void* dst, std::size_t bytes, int proc,
-                 platform::Completion& completion);
+                 platform::Completion& completion, VectorBatches* batches = nullptr, bool buffered = false);
   void start_get(const char* call, const void* src, void* dst, std::size_t bytes, int proc,
-                 platform::Completion& completion);
+                 platform::Completion& completion, VectorBatches* batches = nullptr, bool buffered = false);
   void start_acc(const char* call, int datatype, const AccScale& scale, const void* src, void* dst,
-                 std::size_t bytes, int proc, platform::Completion& completion);
+                 std::size_t bytes, int proc, platform::Completion& completion,
+                 VectorBatches* batches = nullptr, bool buffered = false);
+  // Sends every batch of the list (then empties it).
+  void send_batches(VectorBatches& batches, platform::Completion& completion);
+
+  // Nonblocking operations left unfinished: past max_pending the oldest is
+  // completed, so the network's queues and buffers stay bounded however
+  // many the application keeps in flight.
+  void note_pending(Requests::Id id);
+  void limit_implicit(int proc);
 
   // Fails (naming call, argument, proc) unless [address, address + bytes)
   // lies inside one ARMCI_Malloc region of proc: lets a multi-piece call
@@ -155,6 +218,29 @@ class Runtime {
                          const void* src, std::size_t bytes, std::uintptr_t target_address);
   void handle_acc_message(int source, std::span<const std::byte> header,
                           std::span<const std::byte> payload);
+  void install_vector_handlers();
+  void handle_vector_message(int source, bool is_acc, std::span<const std::byte> header,
+                             std::span<const std::byte> payload);
+  void handle_vector_get(int source, std::span<const std::byte> header, std::span<const std::byte> payload);
+  void handle_vector_answer(std::span<const std::byte> header, std::span<const std::byte> payload);
+  void send_ack(int source, std::uint64_t token);
+  void handle_ack(int source, std::span<const std::byte> header);
+  void batch_add(VectorBatch::Kind kind, int datatype, const AccScale& scale, const std::byte* local,
+                 std::uintptr_t remote, std::size_t bytes, int proc, platform::Completion& completion,
+                 VectorBatches& batches);
+  void send_batch(VectorBatch& batch, platform::Completion& completion);
+  std::size_t batch_limit() const { return batch_limit_; }
+  // Buffered contiguous transfers.
+  bool use_buffered(const void* local, std::size_t bytes) const;
+  void start_buffered(bool is_get, std::byte* user, std::uintptr_t remote, platform::RemoteKey key,
+                      std::size_t bytes, int proc, platform::Completion& completion);
+  int advance_buffered();  // network_mutex_ held
+  void kick_helper();
+  // Buffered transfers still waiting for pool buffers are not on the wire
+  // yet: a fence first lets them all go.
+  void finish_buffered() {
+    if (buffered_active_.load() != 0) progress_until([&] { return buffered_active_.load() == 0; });
+  }
   void order_after_puts(int proc, bool full_flush);
   template <typename Done>
   void progress_until(Done done) {
@@ -166,6 +252,7 @@ class Runtime {
   }
   void print_info() const;
   void start_progress_thread();
+  void helper_loop(int wakeup);
   void stop_progress_thread();
 
   // Every call into the network layer holds network_mutex_: the progress
@@ -181,6 +268,7 @@ class Runtime {
     application_progress_.fetch_add(1, std::memory_order_relaxed);  // tells the progress thread to keep off
     std::lock_guard guard(network_mutex_);
     network_->progress();
+    if (buffered_active_.load(std::memory_order_relaxed) != 0) advance_buffered();
   }
 
   static Runtime* instance_;
@@ -195,7 +283,23 @@ class Runtime {
   std::mutex network_mutex_;
   std::thread progress_thread_;
   std::atomic<std::uint64_t> application_progress_{0};
-  int stop_progress_ = -1;  // bytes of one Acc message to a network peer
+  int stop_progress_ = -1;
+  int kick_progress_ = -1;                       // eventfd: pipeline work for the helper
+  std::atomic<bool> helper_serving_{false};      // the helper is serving, no kick needed
+  std::size_t batch_limit_ = 0;                  // bytes of one vector message
+  // Buffered protocol: the pool and the transfers using it (network_mutex_).
+  std::vector<std::byte> pool_memory_;
+  platform::MemoryHandle pool_registration_{};
+  std::vector<int> pool_free_;
+  std::list<BufferedTransfer> buffered_;
+  std::atomic<int> buffered_active_{0};
+  std::deque<Requests::Id> pending_;             // explicit requests, oldest first
+  // Answers to vector gets, kept until the network has sent them.
+  struct OutgoingAnswer {
+    platform::Completion sent;
+    std::vector<std::byte> data;
+  };
+  std::deque<std::unique_ptr<OutgoingAnswer>> answers_;
   std::vector<PeerKind> peer_kind_;
   std::vector<int> node_of_;
   std::vector<std::vector<int>> node_members_;

@@ -19,7 +19,46 @@ long parse_integer(const char* name, long minimum, long fallback) {
   return value;
 }
 
+template <typename Enum, std::size_t N>
+Enum parse_choice(const char* name, const char* const (&names)[N], const Enum (&values)[N], Enum fallback) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return fallback;
+  std::string allowed;
+  for (std::size_t i = 0; i < N; ++i) {
+    if (!std::strcmp(text, names[i])) return values[i];
+    allowed += (i ? ", " : "") + std::string(names[i]);
+  }
+  fail("ARMCI_Init", "setting %s='%s' is not one of %s", name, text, allowed.c_str());
+}
+
 }  // namespace
+
+const char* to_string(HelperMode mode) {
+  switch (mode) {
+    case HelperMode::block: return "block";
+    case HelperMode::spin: return "spin";
+    case HelperMode::none: return "none";
+  }
+  return "?";
+}
+
+const char* to_string(ProtocolChoice choice) {
+  switch (choice) {
+    case ProtocolChoice::automatic: return "auto";
+    case ProtocolChoice::direct: return "direct";
+    case ProtocolChoice::buffered: return "buffered";
+  }
+  return "?";
+}
+
+const char* to_string(StridedChoice choice) {
+  switch (choice) {
+    case StridedChoice::automatic: return "auto";
+    case StridedChoice::direct: return "direct";
+    case StridedChoice::buffered: return "buffered";
+  }
+  return "?";
+}
 
 const char* to_string(NetworkChoice choice) {
   switch (choice) {
@@ -43,7 +82,24 @@ Settings Settings::from_environment() {
   s.verbose = static_cast<int>(parse_integer("ARMCI_VERBOSE", 0, 0));
   s.acc_chunk = static_cast<std::size_t>(parse_integer("ARMCI_ACC_CHUNK", 64, 64 * 1024));
   s.acc_chunk &= ~std::size_t{15};  // whole elements of every type
-  s.progress_thread = parse_integer("ARMCI_PROGRESS_THREAD", 0, 1) != 0;
+  const bool thread = parse_integer("ARMCI_PROGRESS_THREAD", 0, 1) != 0;
+  s.helper = parse_choice("ARMCI_HELPER", {"block", "spin", "none"},
+                          {HelperMode::block, HelperMode::spin, HelperMode::none},
+                          thread ? HelperMode::block : HelperMode::none);
+  s.helper_spin_us = parse_integer("ARMCI_HELPER_SPIN_US", 0, 50);
+  s.protocol = parse_choice("ARMCI_PROTOCOL", {"auto", "direct", "buffered"},
+                            {ProtocolChoice::automatic, ProtocolChoice::direct, ProtocolChoice::buffered},
+                            ProtocolChoice::automatic);
+  s.buffered_max = static_cast<std::size_t>(parse_integer("ARMCI_BUFFERED_MAX", 0, 8 * 1024));
+  s.buffer_chunk = static_cast<std::size_t>(parse_integer("ARMCI_BUFFER_CHUNK", 4096, 64 * 1024));
+  s.buffer_count = static_cast<std::size_t>(parse_integer("ARMCI_BUFFER_COUNT", 2, 32));
+  s.max_pending = static_cast<std::size_t>(parse_integer("ARMCI_MAX_PENDING", 1, 16384));
+  s.aggregate_bytes = static_cast<std::size_t>(parse_integer("ARMCI_AGGREGATE_BYTES", 1024, 64 * 1024));
+  s.aggregate_piece_max = static_cast<std::size_t>(parse_integer("ARMCI_AGGREGATE_PIECE_MAX", 0, 1024));
+  s.strided = parse_choice("ARMCI_STRIDED_PROTOCOL", {"auto", "direct", "buffered"},
+                           {StridedChoice::automatic, StridedChoice::direct, StridedChoice::buffered},
+                           StridedChoice::automatic);
+  s.strided_buffered_max = static_cast<std::size_t>(parse_integer("ARMCI_STRIDED_BUFFERED_MAX", 0, 512));
   s.progress_idle_us = parse_integer("ARMCI_PROGRESS_IDLE_US", 1, 200);
   if (s.progress_idle_us >= 1000000)
     fail("ARMCI_Init", "setting ARMCI_PROGRESS_IDLE_US=%ld is a second or more", s.progress_idle_us);
@@ -56,7 +112,17 @@ std::string Settings::describe() const {
       << "ARMCI_SHM=" << (shared_memory ? 1 : 0) << "\n"
       << "ARMCI_VNODE_SIZE=" << vnode_size << (vnode_size == 0 ? " (whole host)" : "") << "\n"
       << "ARMCI_ACC_CHUNK=" << acc_chunk << "\n"
-      << "ARMCI_PROGRESS_THREAD=" << (progress_thread ? 1 : 0) << "\n"
+      << "ARMCI_HELPER=" << to_string(helper) << "\n"
+      << "ARMCI_HELPER_SPIN_US=" << helper_spin_us << "\n"
+      << "ARMCI_PROTOCOL=" << to_string(protocol) << "\n"
+      << "ARMCI_BUFFERED_MAX=" << buffered_max << "\n"
+      << "ARMCI_BUFFER_CHUNK=" << buffer_chunk << "\n"
+      << "ARMCI_BUFFER_COUNT=" << buffer_count << "\n"
+      << "ARMCI_MAX_PENDING=" << max_pending << "\n"
+      << "ARMCI_AGGREGATE_BYTES=" << aggregate_bytes << "\n"
+      << "ARMCI_AGGREGATE_PIECE_MAX=" << aggregate_piece_max << "\n"
+      << "ARMCI_STRIDED_PROTOCOL=" << to_string(strided) << "\n"
+      << "ARMCI_STRIDED_BUFFERED_MAX=" << strided_buffered_max << "\n"
       << "ARMCI_PROGRESS_IDLE_US=" << progress_idle_us << "\n"
       << "ARMCI_VERBOSE=" << verbose << "\n";
   return out.str();

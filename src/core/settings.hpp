@@ -7,6 +7,13 @@
 namespace armci {
 
 enum class NetworkChoice { automatic, ucx, verbs };
+// What the helper thread does when it has nothing to serve.
+enum class HelperMode { block, spin, none };
+// How a contiguous network transfer moves local memory that the network
+// has not registered: automatic picks by size (buffered_max).
+enum class ProtocolChoice { automatic, direct, buffered };
+// How strided and vector transfers to network peers travel.
+enum class StridedChoice { automatic, direct, buffered };
 
 struct Settings {
   NetworkChoice network = NetworkChoice::automatic;  // ARMCI_NETWORK
@@ -14,8 +21,18 @@ struct Settings {
   int vnode_size = 0;                                // ARMCI_VNODE_SIZE (0: whole host)
   int verbose = 0;                                   // ARMCI_VERBOSE
   std::size_t acc_chunk = 64 * 1024;                 // ARMCI_ACC_CHUNK: bytes per Acc message
-  bool progress_thread = true;                       // ARMCI_PROGRESS_THREAD
+  HelperMode helper = HelperMode::block;             // ARMCI_HELPER (ARMCI_PROGRESS_THREAD=0: none)
+  long helper_spin_us = 50;                          // ARMCI_HELPER_SPIN_US: spin before blocking
   long progress_idle_us = 200;                       // ARMCI_PROGRESS_IDLE_US
+  ProtocolChoice protocol = ProtocolChoice::automatic;  // ARMCI_PROTOCOL
+  std::size_t buffered_max = 8 * 1024;               // ARMCI_BUFFERED_MAX: automatic buffered up to here
+  std::size_t buffer_chunk = 64 * 1024;              // ARMCI_BUFFER_CHUNK: bytes per pool buffer
+  std::size_t buffer_count = 32;                     // ARMCI_BUFFER_COUNT: pool buffers
+  std::size_t max_pending = 16384;                   // ARMCI_MAX_PENDING: unfinished operations
+  std::size_t aggregate_bytes = 64 * 1024;           // ARMCI_AGGREGATE_BYTES: one vector message
+  std::size_t aggregate_piece_max = 1024;            // ARMCI_AGGREGATE_PIECE_MAX: larger pieces go alone
+  StridedChoice strided = StridedChoice::automatic;  // ARMCI_STRIDED_PROTOCOL
+  std::size_t strided_buffered_max = 512;            // ARMCI_STRIDED_BUFFERED_MAX: piece size
 
   // Parses the environment; a malformed value is an error naming the variable.
   static Settings from_environment();
@@ -24,5 +41,8 @@ struct Settings {
 };
 
 const char* to_string(NetworkChoice choice);
+const char* to_string(HelperMode mode);
+const char* to_string(ProtocolChoice choice);
+const char* to_string(StridedChoice choice);
 
 }  // namespace armci

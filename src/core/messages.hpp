@@ -1,0 +1,50 @@
+// The control messages the runtime exchanges with its peers' helpers, and
+// their wire records. Internal to src/core.
+#pragma once
+
+#include <cstdint>
+
+#include "src/core/acc.hpp"
+
+namespace armci::wire {
+
+constexpr std::uint8_t kAcc = 1;         // AccHeader + the data
+constexpr std::uint8_t kAck = 2;         // AckHeader
+constexpr std::uint8_t kVectorPut = 3;   // VectorHeader + records with data
+constexpr std::uint8_t kVectorAcc = 4;   // VectorHeader + records with data
+constexpr std::uint8_t kVectorGet = 5;   // VectorHeader + records
+constexpr std::uint8_t kVectorAnswer = 6;  // AckHeader + the gathered data
+
+struct AccHeader {
+  std::uint64_t address;
+  std::uint64_t token;  // the origin's Completion, handed back in the ack
+  std::uint64_t bytes;
+  std::int32_t datatype;
+  std::int32_t reserved;
+  AccScale scale;
+};
+
+struct AckHeader {
+  std::uint64_t token;
+  std::uint64_t kind;  // kAckCompletion or kAckBatch
+};
+constexpr std::uint64_t kAckCompletion = 0;  // token is a platform::Completion
+constexpr std::uint64_t kAckBatch = 1;       // token is a SentBatch
+
+struct VectorHeader {
+  std::uint64_t token;
+  std::uint32_t count;
+  std::int32_t datatype;
+  AccScale scale;
+};
+
+// One piece of a vector message; for put and acc its data follows, padded
+// to a multiple of 8 bytes.
+struct PieceRecord {
+  std::uint64_t address;
+  std::uint64_t length;
+};
+
+constexpr std::size_t padded(std::size_t n) { return (n + 7) & ~std::size_t{7}; }
+
+}  // namespace armci::wire
