@@ -222,6 +222,10 @@ void ARMCI_Unlock(int mutex, int proc);
  * region of proc): when the target sees the flag's new value, the data is in
  * place. */
 int ARMCI_Put_flag(void *src, void *dst, int bytes, int *flag, int value, int proc);
+/* Strided put, then *flag = value at proc once every piece is in place. */
+int ARMCI_PutS_flag(void *src_ptr, int src_stride_ar[/*stride_levels*/], void *dst_ptr,
+                    int dst_stride_ar[/*stride_levels*/], int count[/*stride_levels+1*/], int stride_levels,
+                    int *flag, int value, int proc);
 
 /* Pairwise notifications (as in ARMCI). armci_notify(proc) tells proc that
  * this rank's earlier operations to proc are in place and returns how many

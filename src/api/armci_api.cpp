@@ -545,17 +545,26 @@ bool check_strided(const char* call, Runtime& r, Op op, const AccArgs* acc, cons
   return true;
 }
 
-// Whether pieces of `piece_bytes` to proc travel packed in vector messages
-// (buffered protocol: the target's helper unpacks them) rather than one
-// network operation each (direct).
-bool strided_buffered(const Runtime& r, int proc, std::size_t piece_bytes) {
-  if (r.peer_kind(proc) != PeerKind::network) return false;  // same node: copied piece by piece
+enum class Protocol { direct, buffered, host };
+
+// How pieces of `piece_bytes` to proc travel. Same node: copied piece by
+// piece. Network: packed into vector messages that the target's helper
+// unpacks (buffered, small pieces), the layout handed to the target's
+// helper which posts gather/scatter lists itself (host-assisted, medium
+// pieces where the layer has SGE lists; not for Acc, which the target must
+// apply itself), or one network operation per run of pieces contiguous at
+// the target (direct).
+Protocol strided_protocol(const Runtime& r, Op op, int proc, std::size_t piece_bytes) {
+  if (r.peer_kind(proc) != PeerKind::network) return Protocol::direct;
   switch (r.settings().strided) {
-    case armci::StridedChoice::direct: return false;
-    case armci::StridedChoice::buffered: return true;
+    case armci::StridedChoice::direct: return Protocol::direct;
+    case armci::StridedChoice::buffered: return Protocol::buffered;
+    case armci::StridedChoice::host: return op == Op::acc ? Protocol::buffered : Protocol::host;
     case armci::StridedChoice::automatic: break;
   }
-  return piece_bytes <= r.settings().strided_buffered_max;
+  if (piece_bytes <= r.settings().strided_buffered_max) return Protocol::buffered;
+  if (op != Op::acc && r.network_max_sge() > 1 && piece_bytes <= r.settings().strided_host_max) return Protocol::host;
+  return Protocol::direct;
 }
 
 // Sends one piece the way the protocol says; `batches` collects buffered
@@ -569,12 +578,74 @@ void start_piece(const char* call, Runtime& r, Op op, const AccArgs* acc, std::b
   }
 }
 
+// Direct put/get pieces to a network peer: consecutive pieces that are
+// contiguous at the target leave as one operation with a local gather or
+// scatter list (up to the layer's SGE limit).
+class DirectRuns {
+ public:
+  DirectRuns(const char* call, Runtime& r, Op op, int proc, Completion& c)
+      : call_(call), r_(r), op_(op), proc_(proc), c_(c), max_sge_(r.network_max_sge()) {}
+  ~DirectRuns() { flush(); }
+  void add(std::byte* local, std::byte* remote, std::size_t bytes) {
+    if (!run_.empty() && remote == remote_ + bytes_ && run_.size() < max_sge_) {
+      run_.push_back({local, bytes});
+      bytes_ += bytes;
+      return;
+    }
+    flush();
+    run_.push_back({local, bytes});
+    remote_ = remote;
+    bytes_ = bytes;
+  }
+  void flush() {
+    if (run_.empty()) return;
+    if (run_.size() == 1) {
+      if (op_ == Op::put) r_.start_put(call_, run_[0].address, remote_, bytes_, proc_, c_);
+      else r_.start_get(call_, remote_, run_[0].address, bytes_, proc_, c_);
+    } else if (op_ == Op::put) {
+      r_.start_put_segments(call_, run_, remote_, bytes_, proc_, c_);
+    } else {
+      r_.start_get_segments(call_, run_, remote_, bytes_, proc_, c_);
+    }
+    run_.clear();
+  }
+
+ private:
+  const char* call_;
+  Runtime& r_;
+  Op op_;
+  int proc_;
+  Completion& c_;
+  std::size_t max_sge_;
+  std::vector<armci::platform::LocalSegment> run_;
+  std::byte* remote_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
 void start_strided(const char* call, Runtime& r, Op op, const AccArgs* acc, void* src, const int* src_stride,
                    void* dst, const int* dst_stride, const int* count, int levels, int proc, Completion& c,
                    armci::VectorBatches* aggregate) {
   auto* s = static_cast<std::byte*>(src);
   auto* d = static_cast<std::byte*>(dst);
-  const bool buffered = strided_buffered(r, proc, static_cast<std::size_t>(count[0]));
+  const Protocol protocol = strided_protocol(r, op, proc, static_cast<std::size_t>(count[0]));
+  if (protocol == Protocol::host && aggregate == nullptr) {
+    if (op == Op::get)
+      r.start_host_strided(call, true, dst, dst_stride, src, src_stride, count, levels, proc, c);
+    else
+      r.start_host_strided(call, false, src, src_stride, dst, dst_stride, count, levels, proc, c);
+    return;
+  }
+  if (protocol == Protocol::direct && op != Op::acc && aggregate == nullptr &&
+      r.peer_kind(proc) == PeerKind::network) {
+    DirectRuns runs(call, r, op, proc, c);
+    armci::strided::for_each_piece(src_stride, dst_stride, count, levels,
+                                   [&](std::int64_t so, std::int64_t dso, std::size_t bytes) {
+                                     if (op == Op::put) runs.add(s + so, d + dso, bytes);
+                                     else runs.add(d + dso, s + so, bytes);
+                                   });
+    return;
+  }
+  const bool buffered = protocol == Protocol::buffered;
   armci::VectorBatches own;
   armci::VectorBatches* batches = aggregate ? aggregate : (buffered ? &own : nullptr);
   armci::strided::for_each_piece(src_stride, dst_stride, count, levels,
@@ -638,7 +709,9 @@ void start_vector(const char* call, Runtime& r, Op op, const AccArgs* acc, const
     const armci_giov_t& v = iov[i];
     if (v.bytes == 0) continue;
     const auto bytes = static_cast<std::size_t>(v.bytes);
-    const bool buffered = strided_buffered(r, proc, bytes);
+    // Host-assisted needs a strided layout to hand over: vector lists go
+    // buffered or direct.
+    const bool buffered = strided_protocol(r, op, proc, bytes) == Protocol::buffered;
     armci::VectorBatches* batches = aggregate ? aggregate : (buffered ? &own : nullptr);
     for (int j = 0; j < v.ptr_array_len; ++j)
       start_piece(call, r, op, acc, static_cast<std::byte*>(v.src_ptr_array[j]),
@@ -683,6 +756,21 @@ int ARMCI_PutS(void* src_ptr, int src_stride_ar[], void* dst_ptr, int dst_stride
                int stride_levels, int proc) {
   return strided_call("ARMCI_PutS", Op::put, nullptr, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count,
                       stride_levels, proc, false, nullptr);
+}
+
+int ARMCI_PutS_flag(void* src_ptr, int src_stride_ar[], void* dst_ptr, int dst_stride_ar[], int count[],
+                    int stride_levels, int* flag, int value, int proc) {
+  Runtime& r = runtime("ARMCI_PutS_flag");
+  check_proc("ARMCI_PutS_flag", r, proc);
+  check_pointer("ARMCI_PutS_flag", "flag", flag, 1);
+  r.check_remote("ARMCI_PutS_flag", "flag", proc, flag, sizeof(int));
+  // A blocking strided put is complete at the target for every protocol
+  // whose pieces a helper applies (buffered, host-assisted); direct pieces
+  // are ordered before the flag by put_flag's own ordering.
+  strided_call("ARMCI_PutS_flag", Op::put, nullptr, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count,
+               stride_levels, proc, false, nullptr);
+  r.sync().put_flag("ARMCI_PutS_flag", nullptr, nullptr, 0, flag, value, proc);
+  return 0;
 }
 
 int ARMCI_GetS(void* src_ptr, int src_stride_ar[], void* dst_ptr, int dst_stride_ar[], int count[],

@@ -231,11 +231,7 @@ void Runtime::helper_loop(int wakeup) {
     while (read(kick_progress_, &count, sizeof count) == sizeof count) {
     }
   };
-  auto serve_once = [this] {
-    int events = network_->progress();
-    if (buffered_active_.load(std::memory_order_relaxed) != 0) events += advance_buffered();
-    return events;
-  };
+  auto serve_once = [this] { return network_->progress() + advance_background(); };
   std::uint64_t seen = application_progress_.load(std::memory_order_relaxed);
   for (;;) {
     const timespec step{step_ns / 1000000000, step_ns % 1000000000};
@@ -352,6 +348,36 @@ void Runtime::print_info() const {
   std::fprintf(stderr, "armci: info: Rmw and mutexes: %s\n",
                atomics_over_network() ? "network atomics, to every rank (self included)"
                                       : "CPU atomics on node-shared memory");
+  if (network_) {
+    // The protocol table: which path a transfer to a network peer takes.
+    const platform::Capabilities& caps = network_->capabilities();
+    std::fprintf(stderr, "armci: info: layer capabilities: max_sge %zu, max_inline %zu, max_message %zu, %s\n",
+                 caps.max_sge, caps.max_inline, caps.max_message,
+                 caps.needs_local_registration ? "zero-copy needs registered local memory"
+                                               : "registers local memory itself");
+    const char* contiguous = "direct (the layer's own protocols)";
+    if (settings_.protocol == ProtocolChoice::buffered) contiguous = "buffered (pool of registered buffers) always";
+    else if (settings_.protocol == ProtocolChoice::direct) contiguous = "direct always";
+    else if (caps.needs_local_registration) contiguous = "buffered from unregistered memory up to ARMCI_BUFFERED_MAX, direct above";
+    std::fprintf(stderr, "armci: info: contiguous put/get: %s; pool %zu x %zu bytes\n", contiguous,
+                 settings_.buffer_count, settings_.buffer_chunk);
+    switch (settings_.strided) {
+      case StridedChoice::automatic:
+        std::fprintf(stderr,
+                     "armci: info: strided/vector: buffered (vector messages of %zu bytes) for pieces up to %zu "
+                     "bytes, %s, direct above\n",
+                     batch_limit_, settings_.strided_buffered_max,
+                     caps.max_sge > 1 ? ("host-assisted put/get up to " + std::to_string(settings_.strided_host_max) +
+                                         " bytes").c_str()
+                                      : "no host-assisted (the layer has no SGE lists)");
+        break;
+      default:
+        std::fprintf(stderr, "armci: info: strided/vector: %s for every piece size (host-assisted: put/get only)\n",
+                     to_string(settings_.strided));
+    }
+    std::fprintf(stderr, "armci: info: aggregate handles: pieces up to %zu bytes packed, larger ones sent at once\n",
+                 settings_.aggregate_piece_max);
+  }
   for (int n = 0; n < node_count(); ++n) {
     std::string members;
     for (int m : node_members(n)) members += (members.empty() ? "" : ",") + std::to_string(m);
@@ -370,6 +396,7 @@ void Runtime::shut_down() {
     progress_until([&] { return request.completion.done(); });
   });
   finish_buffered();
+  progress_until([&] { return host_active_.load() == 0; });
   barrier_only();
   for (auto& [id, allocation] : allocations_) free_allocation(*allocation);
   allocations_.clear();
@@ -389,6 +416,8 @@ void Runtime::shut_down() {
   bootstrap_->set_progress(nullptr);
   stop_progress_thread();
   answers_.clear();
+  for (auto& [id, key] : host_keys_) network_->release_remote_key(key);
+  host_keys_.clear();
   if (pool_registration_) network_->deregister_memory(pool_registration_);
   pool_registration_ = {};
   network_.reset();
@@ -423,6 +452,7 @@ std::unique_ptr<Allocation> Runtime::collective_allocate(std::size_t bytes, bool
       allocation->registration = net.register_memory(allocation->own.address(), allocation->own.size());
       packed = net.pack_remote_key(allocation->registration);
     });
+    allocation->own_key = packed;
   }
   record.add_bytes(packed);
   auto records = bootstrap_->allgather(record.bytes);

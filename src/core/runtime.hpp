@@ -120,6 +120,7 @@ struct Allocation {
   platform::SharedSegment own;
   std::vector<platform::SharedSegment> mapped;  // neighbours' parts
   platform::MemoryHandle registration{};
+  std::vector<std::byte> own_key;         // this rank's part, packed for peers
   std::vector<platform::RemoteKey> keys;  // network peers' parts
 };
 
@@ -169,6 +170,20 @@ class Runtime {
   void start_acc(const char* call, int datatype, const AccScale& scale, const void* src, void* dst,
                  std::size_t bytes, int proc, platform::Completion& completion,
                  VectorBatches* batches = nullptr, bool buffered = false);
+  // Direct protocol, several local pieces that are one contiguous range at
+  // the target: one network operation gathering (put) or scattering (get)
+  // them. The remote range must have been checked.
+  void start_put_segments(const char* call, std::span<const platform::LocalSegment> local, void* dst,
+                          std::size_t bytes, int proc, platform::Completion& completion);
+  void start_get_segments(const char* call, std::span<const platform::LocalSegment> local, const void* src,
+                          std::size_t bytes, int proc, platform::Completion& completion);
+  // Host-assisted strided put or get to a network peer: the layout travels
+  // to the target, whose helper posts the transfers between its pieces and
+  // this process's (exposed) memory with gather/scatter lists.
+  void start_host_strided(const char* call, bool is_get, void* local, const int* local_stride, void* remote,
+                          const int* remote_stride, const int* count, int levels, int proc,
+                          platform::Completion& completion);
+  std::size_t network_max_sge() const { return network_ ? network_->capabilities().max_sge : 1; }
   // Sends every batch of the list (then empties it).
   void send_batches(VectorBatches& batches, platform::Completion& completion);
 
@@ -236,6 +251,23 @@ class Runtime {
                       std::size_t bytes, int proc, platform::Completion& completion);
   int advance_buffered();  // network_mutex_ held
   void kick_helper();
+  // Host-assisted transfers.
+  void handle_host_request(int source, bool is_get, std::span<const std::byte> header,
+                           std::span<const std::byte> payload);
+  int advance_host_operations();  // network_mutex_ held
+  void finish_host_request(std::uint64_t token);
+  platform::RemoteKey host_key(int source, std::span<const std::byte> packed);
+  struct Exposure {
+    std::vector<std::byte> packed_key;
+    platform::MemoryHandle temporary{};  // deregistered when the transfer ends
+  };
+  Exposure expose_local(const char* call, const void* address, std::size_t bytes);
+  int advance_background() {
+    int events = 0;
+    if (buffered_active_.load(std::memory_order_relaxed) != 0) events += advance_buffered();
+    if (host_active_.load(std::memory_order_relaxed) != 0) events += advance_host_operations();
+    return events;
+  }
   // Buffered transfers still waiting for pool buffers are not on the wire
   // yet: a fence first lets them all go.
   void finish_buffered() {
@@ -268,7 +300,7 @@ class Runtime {
     application_progress_.fetch_add(1, std::memory_order_relaxed);  // tells the progress thread to keep off
     std::lock_guard guard(network_mutex_);
     network_->progress();
-    if (buffered_active_.load(std::memory_order_relaxed) != 0) advance_buffered();
+    advance_background();
   }
 
   static Runtime* instance_;
@@ -300,6 +332,16 @@ class Runtime {
     std::vector<std::byte> data;
   };
   std::deque<std::unique_ptr<OutgoingAnswer>> answers_;
+  // Host-assisted transfers this process serves as the target.
+  struct HostOperation {
+    platform::Completion done;
+    int source = -1;
+    std::uint64_t token = 0;
+  };
+  std::deque<std::unique_ptr<HostOperation>> host_operations_;
+  std::atomic<int> host_active_{0};
+  std::map<std::pair<int, std::vector<std::byte>>, platform::RemoteKey> host_keys_;
+  std::map<const void*, std::vector<std::byte>> host_payloads_;  // keys sent, until the ack
   std::vector<PeerKind> peer_kind_;
   std::vector<int> node_of_;
   std::vector<std::vector<int>> node_members_;

@@ -56,6 +56,7 @@ const char* to_string(StridedChoice choice) {
     case StridedChoice::automatic: return "auto";
     case StridedChoice::direct: return "direct";
     case StridedChoice::buffered: return "buffered";
+    case StridedChoice::host: return "host";
   }
   return "?";
 }
@@ -96,10 +97,12 @@ Settings Settings::from_environment() {
   s.max_pending = static_cast<std::size_t>(parse_integer("ARMCI_MAX_PENDING", 1, 16384));
   s.aggregate_bytes = static_cast<std::size_t>(parse_integer("ARMCI_AGGREGATE_BYTES", 1024, 64 * 1024));
   s.aggregate_piece_max = static_cast<std::size_t>(parse_integer("ARMCI_AGGREGATE_PIECE_MAX", 0, 1024));
-  s.strided = parse_choice("ARMCI_STRIDED_PROTOCOL", {"auto", "direct", "buffered"},
-                           {StridedChoice::automatic, StridedChoice::direct, StridedChoice::buffered},
+  s.strided = parse_choice("ARMCI_STRIDED_PROTOCOL", {"auto", "direct", "buffered", "host"},
+                           {StridedChoice::automatic, StridedChoice::direct, StridedChoice::buffered,
+                            StridedChoice::host},
                            StridedChoice::automatic);
   s.strided_buffered_max = static_cast<std::size_t>(parse_integer("ARMCI_STRIDED_BUFFERED_MAX", 0, 512));
+  s.strided_host_max = static_cast<std::size_t>(parse_integer("ARMCI_STRIDED_HOST_MAX", 0, 16 * 1024));
   s.progress_idle_us = parse_integer("ARMCI_PROGRESS_IDLE_US", 1, 200);
   if (s.progress_idle_us >= 1000000)
     fail("ARMCI_Init", "setting ARMCI_PROGRESS_IDLE_US=%ld is a second or more", s.progress_idle_us);
@@ -123,6 +126,7 @@ std::string Settings::describe() const {
       << "ARMCI_AGGREGATE_PIECE_MAX=" << aggregate_piece_max << "\n"
       << "ARMCI_STRIDED_PROTOCOL=" << to_string(strided) << "\n"
       << "ARMCI_STRIDED_BUFFERED_MAX=" << strided_buffered_max << "\n"
+      << "ARMCI_STRIDED_HOST_MAX=" << strided_host_max << "\n"
       << "ARMCI_PROGRESS_IDLE_US=" << progress_idle_us << "\n"
       << "ARMCI_VERBOSE=" << verbose << "\n";
   return out.str();

@@ -13,7 +13,7 @@ enum class HelperMode { block, spin, none };
 // has not registered: automatic picks by size (buffered_max).
 enum class ProtocolChoice { automatic, direct, buffered };
 // How strided and vector transfers to network peers travel.
-enum class StridedChoice { automatic, direct, buffered };
+enum class StridedChoice { automatic, direct, buffered, host };
 
 struct Settings {
   NetworkChoice network = NetworkChoice::automatic;  // ARMCI_NETWORK
@@ -33,6 +33,7 @@ struct Settings {
   std::size_t aggregate_piece_max = 1024;            // ARMCI_AGGREGATE_PIECE_MAX: larger pieces go alone
   StridedChoice strided = StridedChoice::automatic;  // ARMCI_STRIDED_PROTOCOL
   std::size_t strided_buffered_max = 512;            // ARMCI_STRIDED_BUFFERED_MAX: piece size
+  std::size_t strided_host_max = 16 * 1024;          // ARMCI_STRIDED_HOST_MAX: piece size
 
   // Parses the environment; a malformed value is an error naming the variable.
   static Settings from_environment();

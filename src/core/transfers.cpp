@@ -56,6 +56,12 @@ void Runtime::install_vector_handlers() {
   network_->set_message_handler(wire::kVectorAnswer, [this](int, auto header, auto payload) {
     handle_vector_answer(header, payload);
   });
+  network_->set_message_handler(wire::kHostPut, [this](int source, auto header, auto payload) {
+    handle_host_request(source, false, header, payload);
+  });
+  network_->set_message_handler(wire::kHostGet, [this](int source, auto header, auto payload) {
+    handle_host_request(source, true, header, payload);
+  });
 }
 
 void Runtime::batch_add(VectorBatch::Kind kind, int datatype, const AccScale& scale, const std::byte* local,
@@ -236,6 +242,11 @@ void Runtime::handle_vector_answer(std::span<const std::byte> header_bytes, std:
 void Runtime::handle_ack(int source, std::span<const std::byte> header_bytes) {
   const auto ack = read_record<wire::AckHeader>(header_bytes.data());
   platform::Completion* completion;
+  if (ack.kind == wire::kAckHost) {
+    finish_host_request(ack.token);
+    acks_pending_[static_cast<std::size_t>(source)].fetch_sub(1, std::memory_order_release);
+    return;
+  }
   if (ack.kind == wire::kAckBatch) {
     auto* sent = reinterpret_cast<SentBatch*>(ack.token);
     completion = sent->completion;
