@@ -4,6 +4,7 @@
 
 #include "include/armci.h"
 #include "src/core/acc.hpp"
+#include "src/core/copy.hpp"
 #include "src/core/error.hpp"
 #include "src/core/runtime.hpp"
 #include "src/core/strided.hpp"
@@ -622,11 +623,59 @@ class DirectRuns {
   std::size_t bytes_ = 0;
 };
 
+// Same node, put or get: the remote side is translated once and every piece
+// is a plain copy, so small pieces cost a few nanoseconds each.
+template <std::size_t Fixed>
+void copy_pieces(std::byte* s, const int* src_stride, std::byte* d, const int* dst_stride, const int* count,
+                 int levels) {
+  const auto bytes = static_cast<std::size_t>(count[0]);
+  if (levels == 1) {
+    const std::int64_t ss = src_stride[0], ds = dst_stride[0];
+    for (int i = 0; i < count[1]; ++i, s += ss, d += ds) {
+      if constexpr (Fixed != 0) std::memcpy(d, s, Fixed);
+      else if (bytes < 256) std::memcpy(d, s, bytes);
+      else armci::copy_bytes(d, s, bytes);
+    }
+    return;
+  }
+  armci::strided::for_each_piece(src_stride, dst_stride, count, levels,
+                                 [&](std::int64_t so, std::int64_t dso, std::size_t n) {
+                                   if constexpr (Fixed != 0) std::memcpy(d + dso, s + so, Fixed);
+                                   else if (n < 256) std::memcpy(d + dso, s + so, n);
+                                   else armci::copy_bytes(d + dso, s + so, n);
+                                 });
+}
+
+bool copy_strided_locally(const char* call, Runtime& r, Op op, std::byte* s, const int* src_stride, std::byte* d,
+                          const int* dst_stride, const int* count, int levels, int proc) {
+  const auto extent = static_cast<std::size_t>(
+      armci::strided::extent(op == Op::get ? src_stride : dst_stride, count, levels));
+  if (op == Op::get) {
+    s = r.local_mapping(call, "src_ptr", proc, s, extent);
+    if (s == nullptr) return false;
+  } else {
+    d = r.local_mapping(call, "dst_ptr", proc, d, extent);
+    if (d == nullptr) return false;
+  }
+  switch (count[0]) {
+    case 8: copy_pieces<8>(s, src_stride, d, dst_stride, count, levels); break;
+    case 16: copy_pieces<16>(s, src_stride, d, dst_stride, count, levels); break;
+    case 32: copy_pieces<32>(s, src_stride, d, dst_stride, count, levels); break;
+    case 64: copy_pieces<64>(s, src_stride, d, dst_stride, count, levels); break;
+    case 128: copy_pieces<128>(s, src_stride, d, dst_stride, count, levels); break;
+    default: copy_pieces<0>(s, src_stride, d, dst_stride, count, levels); break;
+  }
+  return true;
+}
+
 void start_strided(const char* call, Runtime& r, Op op, const AccArgs* acc, void* src, const int* src_stride,
                    void* dst, const int* dst_stride, const int* count, int levels, int proc, Completion& c,
                    armci::VectorBatches* aggregate) {
   auto* s = static_cast<std::byte*>(src);
   auto* d = static_cast<std::byte*>(dst);
+  if (op != Op::acc && r.peer_kind(proc) != PeerKind::network &&
+      copy_strided_locally(call, r, op, s, src_stride, d, dst_stride, count, levels, proc))
+    return;
   const Protocol protocol = strided_protocol(r, op, proc, static_cast<std::size_t>(count[0]));
   if (protocol == Protocol::host && aggregate == nullptr) {
     if (op == Op::get)

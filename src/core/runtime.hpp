@@ -200,6 +200,15 @@ class Runtime {
                     std::size_t bytes) const {
     find_region(call, argument, proc, address, bytes);
   }
+  // Where [address, address + bytes) of proc lies in this process's
+  // address space (self and node neighbours), nullptr for network peers;
+  // fails like check_remote when the range is in no region.
+  std::byte* local_mapping(const char* call, const char* argument, int proc, const void* address,
+                           std::size_t bytes) const {
+    const Region& region = find_region(call, argument, proc, address, bytes);
+    if (region.local == nullptr) return nullptr;
+    return region.local + (reinterpret_cast<std::uintptr_t>(address) - region.base);
+  }
 
   void wait(const char* call, platform::Completion& completion);
   bool test(const char* call, platform::Completion& completion);
