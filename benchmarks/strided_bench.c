@@ -2,12 +2,22 @@
  * strided_bench: bandwidth of a 2-D strided ARMCI_GetS / ARMCI_PutS from
  * rank 0 to rank 1 as the contiguous piece grows from 8 B to 64 KiB with the
  * total fixed (1 MiB by default), next to the contiguous transfer of the same
- * total as the bound. The target is idle in a barrier. Medians of -r samples.
+ * total as the bound. Medians of -r samples; the four kinds of one piece size
+ * are sampled in turn.
+ *
+ * Target: idle (default) waits in ARMCI_Barrier while rank 0 measures; busy
+ * (-b) computes in a tight loop on private data without calling the library
+ * until rank 0 puts a stop word into rank 1's ARMCI_Malloc memory (ARMCI_Put
+ * + ARMCI_Fence). Rank 1 reads that word (volatile load) between compute
+ * blocks of about 10 us. Every measurement phase starts with ARMCI_Barrier.
  *
  * One source, two builds (as contig_bench):
  *   libarmci:  make builds benchmarks/strided_bench
  *   ARMCI-MPI: mpicc -O2 benchmarks/strided_bench.c -larmci-openmpi
- * Options: -r REPS (default 7), -t TOTAL bytes (default 1 MiB), -c FILE (CSV).
+ * Options: -r REPS (default 7), -t TOTAL bytes (default 1M), -p LIST piece
+ * sizes (comma list, K/M suffixes; default 8,32,128,...,32K), -b busy target,
+ * -s MS shortest sample (default 1), -T SECONDS most a busy target computes
+ * in one phase (default 120), -c FILE (CSV).
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -15,11 +25,115 @@
 #include "bench_common.h"
 
 #define MAX_REPS 51
+#define MAX_SIZES 32
 #define SOURCE_GAP 8 /* the pieces are strided on both sides */
+#define FILL 0xA5    /* what a check's destination holds before the transfer */
 
 enum kind { K_GETS, K_PUTS, K_GET_CONTIG, K_PUT_CONTIG, NKINDS };
 static const char *kind_names[NKINDS] = {"gets", "puts", "get_contig", "put_contig"};
 
+/* ------------------------------------------------------------ busy target
+ * Control words in a small ARMCI_Malloc region of every rank; only rank 1's
+ * is used. Rank 0 puts the phase number into CTL_STOP; rank 1 stores what it
+ * computed during the phase at CTL_RESULT for rank 0 to get. */
+#define CTL_STOP 0     /* long: the last phase rank 1 may stop computing for */
+#define CTL_RESULT 64  /* double[3]: compute share, seconds, timed out (0/1) */
+#define CTL_BYTES 4096
+
+static double work[512]; /* 4 KiB of private data: stays in L1 */
+static volatile double sink;
+static long block_iters = 1000; /* iterations of compute_block in ~10 us */
+static double block_seconds = 10e-6; /* their measured time on an idle core */
+
+static void compute_block(long n) {
+  for (long i = 0; i < n; i++) {
+    double *w = &work[i & 511];
+    *w = *w * 0.9999999 + 1e-7;
+  }
+}
+
+/* Sizes a compute block to ~10 us (best of several tries: the machine is shared). */
+static void calibrate_compute(void) {
+  for (int i = 0; i < 512; i++) work[i] = 1.0 + i;
+  const long n = 200000; /* ~0.1 ms */
+  double best = 1e30;
+  for (int t = 0; t < 20; t++) {
+    double t0 = now();
+    compute_block(n);
+    double dt = now() - t0;
+    if (dt < best) best = dt;
+  }
+  block_iters = (long)(10e-6 / (best / (double)n));
+  if (block_iters < 16) block_iters = 16;
+  block_seconds = best / (double)n * (double)block_iters;
+  sink = work[7];
+}
+
+struct phase_ctl {
+  int busy;
+  double limit_s;
+  char **ctl; /* ARMCI_Malloc'd control regions, indexed by rank */
+  long *stop_src; /* ARMCI_Malloc_local: the source of the stop put */
+  long seq;
+  /* what rank 1 reported for the last phase (valid on rank 0 when busy) */
+  double tgt_share, tgt_seconds;
+  int tgt_timed_out, any_timed_out;
+};
+
+/* Rank 1 computes until rank 0's stop word reaches seq or limit_s passes. No
+ * library call in the loop, for ARMCI-MPI either: the load is a plain
+ * volatile read of the window's memory (no access epoch, which would be a
+ * library call), relying on a cache-coherent unified memory model. */
+static void busy_until(struct phase_ctl *pc, long seq) {
+  volatile long *stop = (volatile long *)(pc->ctl[me] + CTL_STOP);
+  const double t0 = now();
+  long blocks = 0;
+  int timed_out = 0;
+  while (*stop < seq) {
+    compute_block(block_iters);
+    blocks++;
+    if ((blocks & 255) == 0 && now() - t0 > pc->limit_s) {
+      timed_out = 1;
+      break;
+    }
+  }
+  const double elapsed = now() - t0;
+  sink = work[blocks & 511];
+  access_begin(pc->ctl[me]);
+  double *res = (double *)(pc->ctl[me] + CTL_RESULT);
+  res[0] = elapsed > 0 ? (double)blocks * block_seconds / elapsed : 0.0;
+  res[1] = elapsed;
+  res[2] = timed_out;
+  access_end(pc->ctl[me]);
+  if (timed_out)
+    fprintf(stderr, "%s (rank 1): busy target gave up after %.3g s without the stop word (phase %ld)\n",
+            BENCH_PROGRAM, pc->limit_s, seq);
+}
+
+static void phase_begin(struct phase_ctl *pc) {
+  ARMCI_Barrier();
+  pc->seq++;
+  if (pc->busy && me == 1) busy_until(pc, pc->seq);
+}
+
+static void phase_end(struct phase_ctl *pc) {
+  if (pc->busy && me == 0) {
+    *pc->stop_src = pc->seq;
+    if (ARMCI_Put(pc->stop_src, pc->ctl[1] + CTL_STOP, (int)sizeof(long), 1) != 0) die("stop put failed");
+    ARMCI_Fence(1);
+  }
+  ARMCI_Barrier();
+  if (pc->busy && me == 0) {
+    double res[3];
+    if (ARMCI_Get(pc->ctl[1] + CTL_RESULT, res, (int)sizeof res, 1) != 0) die("result get failed");
+    pc->tgt_share = res[0];
+    pc->tgt_seconds = res[1];
+    pc->tgt_timed_out = res[2] != 0.0;
+    pc->any_timed_out |= pc->tgt_timed_out;
+  }
+}
+
+/* ------------------------------------------------------------ transfers */
 static double run(enum kind k, char *local, char *remote, long piece, long pieces, long iters) {
   int stride = (int)(piece + SOURCE_GAP);
   int count[2] = {(int)piece, (int)pieces};
@@ -40,36 +154,168 @@ static double run(enum kind k, char *local, char *remote, long piece, long piece
   return now() - t0;
 }
 
-/* Checks one sample's data: every piece of the strided get at its place. */
-static void check_gets(const char *local, const char *remote_image, long piece, long pieces) {
-  long stride = piece + SOURCE_GAP;
-  for (long p = 0; p < pieces; p++)
-    if (memcmp(local + p * stride, remote_image + p * stride, (size_t)piece) != 0)
-      die("strided get: piece %ld of %ld bytes differs", p, piece);
+/* Compares got[from, to) with want; say names what. */
+static void expect(const char *what, long piece, const char *got, const char *want, long from, long to) {
+  for (long i = from; i < to; i++)
+    if (got[i] != want[i])
+      die("%s (piece %ld B): byte %ld is 0x%02x, expected 0x%02x", what, piece, i, (unsigned char)got[i],
+          (unsigned char)want[i]);
+}
+
+static void expect_byte(const char *what, long piece, const char *got, char want, long from, long to) {
+  for (long i = from; i < to; i++)
+    if (got[i] != want)
+      die("%s (piece %ld B): byte %ld is 0x%02x, expected 0x%02x", what, piece, i, (unsigned char)got[i],
+          (unsigned char)want);
+}
+
+/* One untimed transfer of kind k with data the timed ones never move, checked
+ * byte by byte, gaps included; afterwards rank 1's memory holds the image
+ * again. `local` holds the image (every timed transfer moves image bytes to
+ * where they already are); scratch and back are spare local buffers. */
+static void check(enum kind k, char *local, char *remote, char *scratch, char *back, const char *image, long piece,
+                  long pieces, long span) {
+  const long stride = piece + SOURCE_GAP, total = piece * pieces;
+  const long extent = (k == K_GETS || k == K_PUTS) ? (pieces - 1) * stride + piece : total;
+  const long check_len = extent + SOURCE_GAP < span ? extent + SOURCE_GAP : span;
+  (void)local;
+  if (k == K_GETS || k == K_GET_CONTIG) {
+    memset(scratch, FILL, (size_t)check_len);
+    run(k, scratch, remote, piece, pieces, 1);
+    if (k == K_GET_CONTIG) {
+      expect("get_contig", piece, scratch, image, 0, total);
+      expect_byte("get_contig wrote past its end", piece, scratch, (char)FILL, total, check_len);
+    } else {
+      for (long p = 0; p < pieces; p++) {
+        expect("strided get", piece, scratch, image, p * stride, p * stride + piece);
+        long gap_end = p * stride + stride < check_len ? p * stride + stride : check_len;
+        expect_byte("strided get wrote into a gap", piece, scratch, (char)FILL, p * stride + piece, gap_end);
+      }
+    }
+    return;
+  }
+  /* puts: new bytes (the image inverted) at the pieces, then read back */
+  for (long i = 0; i < check_len; i++) scratch[i] = (char)~image[i];
+  run(k, scratch, remote, piece, pieces, 1); /* ends with ARMCI_Fence */
+  memset(back, FILL, (size_t)check_len);
+  if (ARMCI_Get(remote, back, (int)check_len, 1) != 0) die("read-back get failed");
+  if (k == K_PUT_CONTIG) {
+    expect("put_contig", piece, back, scratch, 0, total);
+    expect("put_contig wrote past its end", piece, back, image, total, check_len);
+  } else {
+    for (long p = 0; p < pieces; p++) {
+      expect("strided put", piece, back, scratch, p * stride, p * stride + piece);
+      long gap_end = p * stride + stride < check_len ? p * stride + stride : check_len;
+      expect("strided put wrote into a gap", piece, back, image, p * stride + piece, gap_end);
+    }
+  }
+  /* restore rank 1's bytes */
+  if (ARMCI_Put((void *)image, remote, (int)check_len, 1) != 0) die("restore put failed");
+  ARMCI_Fence(1);
+}
+
+/* ------------------------------------------------------------ settings */
+static long parse_size(const char *s) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (end == s || errno) return -1;
+  if (*end == 'k' || *end == 'K') v <<= 10, end++;
+  else if (*end == 'm' || *end == 'M') v <<= 20, end++;
+  return *end ? -1 : v;
+}
+
+static const char *protocol_name(void) {
+#ifdef ARMCI_MPI
+  return "armci-mpi";
+#else
+  const char *p = getenv("ARMCI_STRIDED_PROTOCOL");
+  return (p && *p) ? p : "auto";
+#endif
+}
+
+/* How rank 0 reaches rank 1: shm (same node, shared memory), network, mpi. */
+static const char *path_name(void) {
+#ifdef ARMCI_MPI
+  return "mpi";
+#else
+  return (ARMCI_Uses_shm() && ARMCI_Same_node(1)) ? "shm" : "network";
+#endif
+}
+
+static double load_average(void) {
+  double v = -1;
+  FILE *f = fopen("/proc/loadavg", "r");
+  if (f) {
+    if (fscanf(f, "%lf", &v) != 1) v = -1;
+    fclose(f);
+  }
+  return v;
 }
 
 int main(int argc, char **argv) {
   bench_start(&argc, &argv);
   int np = armci_msg_nproc();
   int reps = 7;
+  double sample_s = 0.001;
   long total = 1L << 20;
-  const char *csv_path = NULL;
+  const char *csv_path = NULL, *piece_list = NULL;
+  struct phase_ctl pc = {0};
+  pc.limit_s = 120;
   for (int a = 1; a < argc; a++) {
     if (!strcmp(argv[a], "-r") && a + 1 < argc) reps = atoi(argv[++a]);
-    else if (!strcmp(argv[a], "-t") && a + 1 < argc) total = atol(argv[++a]);
+    else if (!strcmp(argv[a], "-t") && a + 1 < argc) total = parse_size(argv[++a]);
     else if (!strcmp(argv[a], "-c") && a + 1 < argc) csv_path = argv[++a];
-    else die("unknown option %s (use -r REPS, -t TOTAL, -c FILE)", argv[a]);
+    else if (!strcmp(argv[a], "-p") && a + 1 < argc) piece_list = argv[++a];
+    else if (!strcmp(argv[a], "-T") && a + 1 < argc) pc.limit_s = atof(argv[++a]);
+    else if (!strcmp(argv[a], "-s") && a + 1 < argc) sample_s = atof(argv[++a]) * 1e-3;
+    else if (!strcmp(argv[a], "-b")) pc.busy = 1;
+    else die("unknown option %s (use -r REPS, -t TOTAL, -p LIST, -s MS, -b, -T SECONDS, -c FILE)", argv[a]);
   }
   if (np < 2) die("run with at least 2 processes");
   if (reps < 1 || reps > MAX_REPS) die("-r must be 1..%d", MAX_REPS);
+  if (total < 8 || total > (1L << 30)) die("-t must be 8 B..1 GiB");
+  if (!(pc.limit_s > 0)) die("-T must be positive");
+  if (!(sample_s > 0)) die("-s must be positive");
 
-  /* Room for the widest layout: pieces of 8 B with an 8 B gap double the total. */
-  const long span = 2 * total + 65536;
+  long piece_sizes[MAX_SIZES];
+  int nsizes = 0;
+  if (piece_list) {
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", piece_list);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+      long v = parse_size(tok);
+      if (v < 1 || v > total) die("-p: piece size '%s' is not 1..TOTAL (%ld)", tok, total);
+      if (nsizes == MAX_SIZES) die("-p: more than %d sizes", MAX_SIZES);
+      piece_sizes[nsizes++] = v;
+    }
+  } else {
+    for (long piece = 8; piece <= 65536 && piece <= total; piece *= 4) piece_sizes[nsizes++] = piece;
+  }
+  if (nsizes == 0) die("no piece sizes");
+
+  calibrate_compute();
+
+  /* Room for the widest layout (the smallest piece with its gap) plus a gap. */
+  long min_piece = piece_sizes[0];
+  for (int s = 1; s < nsizes; s++)
+    if (piece_sizes[s] < min_piece) min_piece = piece_sizes[s];
+  const long span = (total / min_piece) * (min_piece + SOURCE_GAP) + SOURCE_GAP + 4096;
   void **bases = malloc(sizeof(void *) * (size_t)np);
+  pc.ctl = malloc(sizeof(char *) * (size_t)np);
   ARMCI_Malloc(bases, span);
+  ARMCI_Malloc((void **)pc.ctl, CTL_BYTES);
   char *local = ARMCI_Malloc_local(span);
-  char *image = malloc((size_t)span); /* what rank 1's segment holds */
+  char *scratch = ARMCI_Malloc_local(span);
+  char *back = ARMCI_Malloc_local(span);
+  pc.stop_src = ARMCI_Malloc_local(sizeof(long));
+  char *image = ARMCI_Malloc_local(span); /* what rank 1's segment holds */
+  if (!bases || !pc.ctl || !local || !scratch || !back || !pc.stop_src || !image) die("out of memory");
   for (long i = 0; i < span; i++) image[i] = (char)(i * 7 + 3);
+  memcpy(local, image, (size_t)span);
+  access_begin(pc.ctl[me]);
+  memset(pc.ctl[me], 0, CTL_BYTES);
+  access_end(pc.ctl[me]);
   if (me == 1) {
     access_begin(bases[1]);
     memcpy(bases[1], image, (size_t)span);
@@ -77,52 +323,104 @@ int main(int argc, char **argv) {
   }
   ARMCI_Barrier();
 
+  /* Reference for tgt_cpu: a phase in which rank 0 spins 50 ms without any
+   * transfer. Below 1.00 here means other load on the machine, not the library. */
+  double baseline = -1;
+  if (pc.busy) {
+    phase_begin(&pc);
+    if (me == 0)
+      for (double t0 = now(); now() - t0 < 0.05;) {
+      }
+    phase_end(&pc);
+    baseline = pc.tgt_share;
+  }
+
+  const char *target = pc.busy ? "busy" : "idle";
+  const char *protocol = protocol_name(), *path = path_name();
   FILE *csv = stdout;
+  const double t_start = now(), cpu_start = cpu_now(), load_before = load_average();
   if (me == 0) {
     if (csv_path && !(csv = fopen(csv_path, "w"))) die("cannot write %s", csv_path);
-    printf("# strided_bench impl=%s total=%ld reps=%d (medians; MB/s = 1e6 B/s)\n", IMPL_NAME, total, reps);
-    printf("%-11s %8s %8s %12s %12s\n", "op", "piece", "pieces", "time_us", "MB/s");
+    printf("# strided_bench impl=%s path=%s protocol=%s target=%s total=%ld reps=%d sample=%.1fms np=%d "
+           "(medians; MB/s = 1e6 B/s)\n",
+           IMPL_NAME, path, protocol, target, total, reps, sample_s * 1e3, np);
+    if (pc.busy)
+      printf("# busy target: compute blocks of %ld iterations (%.1f us on an idle core); tgt_cpu with no "
+             "transfers (rank 0 spinning 50 ms): %.2f\n",
+             block_iters, block_seconds * 1e6, baseline);
+    printf("%-11s %-7s %-9s %-6s %8s %8s %12s %12s %8s\n", "op", "path", "protocol", "target", "piece", "pieces",
+           "time_us", "MB/s", "tgt_cpu");
   }
-  double results[NKINDS][32];
-  long piece_sizes[32];
-  int nsizes = 0;
-  for (long piece = 8; piece <= 65536 && piece <= total; piece *= 4) piece_sizes[nsizes++] = piece;
+  double results[NKINDS][MAX_SIZES], shares[MAX_SIZES];
 
+  /* One phase per piece size. Within it the four kinds are calibrated, then
+   * each of the -r passes takes one sample of every kind, so a burst of other
+   * load spoils one sample of each kind (dropped by the median) rather than
+   * every sample of one, and a kind and its contiguous bound are measured
+   * under the same conditions. */
   for (int s = 0; s < nsizes; s++) {
-    const long piece = piece_sizes[s], pieces = total / piece;
-    for (int k = 0; k < NKINDS; k++) {
-      double samples[MAX_REPS];
-      if (me == 0) {
-        long iters = 1;
-        while (run((enum kind)k, local, bases[1], piece, pieces, iters) < 0.005 && iters < (1L << 20)) iters *= 2;
-        for (int r = 0; r < reps; r++) samples[r] = run((enum kind)k, local, bases[1], piece, pieces, iters) / (double)iters;
-        if (k == K_GETS) {
-          memset(local, 0, (size_t)span);
-          run(K_GETS, local, bases[1], piece, pieces, 1);
-          check_gets(local, image, piece, pieces);
-        }
-        results[k][s] = median(samples, reps);
-        printf("%-11s %8ld %8ld %12.2f %12.1f\n", kind_names[k], piece, pieces, results[k][s] * 1e6,
-               (double)total / results[k][s] / 1e6);
-        fflush(stdout);
+    const long piece = piece_sizes[s], pieces = total / piece, moved = piece * pieces;
+    phase_begin(&pc);
+    if (me == 0) {
+      long iters[NKINDS];
+      double samples[NKINDS][MAX_REPS];
+      for (int k = 0; k < NKINDS; k++) {
+        iters[k] = 1;
+        while (run((enum kind)k, local, bases[1], piece, pieces, iters[k]) < sample_s && iters[k] < (1L << 20))
+          iters[k] *= 2;
       }
-      ARMCI_Barrier();
+      for (int r = 0; r < reps; r++)
+        for (int k = 0; k < NKINDS; k++)
+          samples[k][r] = run((enum kind)k, local, bases[1], piece, pieces, iters[k]) / (double)iters[k];
+      for (int k = 0; k < NKINDS; k++) {
+        check((enum kind)k, local, bases[1], scratch, back, image, piece, pieces, span);
+        results[k][s] = median(samples[k], reps);
+      }
+    }
+    phase_end(&pc);
+    if (me == 0) {
+      shares[s] = pc.busy ? pc.tgt_share : -1;
+      char share_txt[32] = "-";
+      if (pc.busy) snprintf(share_txt, sizeof share_txt, "%.2f%s", pc.tgt_share, pc.tgt_timed_out ? "!" : "");
+      for (int k = 0; k < NKINDS; k++)
+        printf("%-11s %-7s %-9s %-6s %8ld %8ld %12.2f %12.1f %8s\n", kind_names[k], path, protocol, target, piece,
+               pieces, results[k][s] * 1e6, (double)moved / results[k][s] / 1e6, share_txt);
+      fflush(stdout);
     }
   }
   if (me == 0) {
+    const double wall = now() - t_start, cpu = cpu_now() - cpu_start;
+    printf("# run: %.1f s; rank 0 cpu/wall %.2f; load average %.2f before, %.2f after\n", wall,
+           wall > 0 ? cpu / wall : 0.0, load_before, load_average());
+    if (pc.busy)
+      printf("# tgt_cpu: share of the phase (all four kinds of one piece size) rank 1 spent in compute blocks, "
+             "at their idle speed (1.00: nothing taken from it)%s\n",
+             pc.any_timed_out ? "; '!': the target gave up waiting for the stop word (-T)" : "");
+    printf("# all transfers checked (strided: pieces and gaps)\n");
     if (csv == stdout) printf("# CSV\n");
-    fprintf(csv, "impl,op,piece,pieces,time_us_median,bw_MBps_median\n");
+    fprintf(csv, "impl,path,protocol,target,op,piece,pieces,time_us_median,bw_MBps_median,tgt_cpu_share,tgt_cpu_baseline\n");
     for (int s = 0; s < nsizes; s++)
-      for (int k = 0; k < NKINDS; k++)
-        fprintf(csv, "%s,%s,%ld,%ld,%.3f,%.1f\n", IMPL_NAME, kind_names[k], piece_sizes[s], total / piece_sizes[s],
-                results[k][s] * 1e6, (double)total / results[k][s] / 1e6);
+      for (int k = 0; k < NKINDS; k++) {
+        const long pieces = total / piece_sizes[s];
+        fprintf(csv, "%s,%s,%s,%s,%s,%ld,%ld,%.3f,%.1f,", IMPL_NAME, path, protocol, target, kind_names[k],
+                piece_sizes[s], pieces, results[k][s] * 1e6,
+                (double)(piece_sizes[s] * pieces) / results[k][s] / 1e6);
+        if (shares[s] >= 0) fprintf(csv, "%.3f,%.3f", shares[s], baseline);
+        else fprintf(csv, ",");
+        fprintf(csv, "\n");
+      }
     if (csv != stdout) fclose(csv);
   }
   ARMCI_Barrier();
+  ARMCI_Free_local(image);
+  ARMCI_Free_local(pc.stop_src);
+  ARMCI_Free_local(back);
+  ARMCI_Free_local(scratch);
   ARMCI_Free_local(local);
+  ARMCI_Free(pc.ctl[me]);
   ARMCI_Free(bases[me]);
+  free(pc.ctl);
   free(bases);
-  free(image);
   bench_end();
-  return 0;
+  return pc.any_timed_out ? 4 : 0;
 }
