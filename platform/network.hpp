@@ -78,6 +78,11 @@ class Network {
   virtual void set_peer_addresses(std::vector<std::vector<std::byte>> addresses) = 0;
 
   virtual MemoryHandle register_memory(void* address, std::size_t length) = 0;
+  // Memory the layer allocates and registers itself, for when it reaches
+  // such memory better than any other (UCX: peers on the same host attach
+  // it, so their puts and gets need nothing from this process).
+  // deregister_memory frees it. nullptr: the layer does not allocate.
+  virtual void* allocate_memory(std::size_t length, MemoryHandle& handle) { return nullptr; }
   virtual void deregister_memory(MemoryHandle handle) = 0;
   virtual std::vector<std::byte> pack_remote_key(MemoryHandle handle) = 0;
   virtual RemoteKey unpack_remote_key(int peer, std::span<const std::byte> packed) = 0;

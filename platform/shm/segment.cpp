@@ -35,6 +35,7 @@ SharedSegment& SharedSegment::operator=(SharedSegment&& other) noexcept {
     size_ = std::exchange(other.size_, 0);
     name_ = std::move(other.name_);
     owner_linked_ = std::exchange(other.owner_linked_, false);
+    borrowed_ = std::exchange(other.borrowed_, false);
   }
   return *this;
 }
@@ -89,6 +90,14 @@ SharedSegment SharedSegment::anonymous(std::size_t bytes) {
   return segment;
 }
 
+SharedSegment SharedSegment::borrowed(void* address, std::size_t bytes) {
+  SharedSegment segment;
+  segment.address_ = address;
+  segment.size_ = bytes;
+  segment.borrowed_ = true;
+  return segment;
+}
+
 void SharedSegment::unlink() {
   if (owner_linked_) {
     shm_unlink(name_.c_str());
@@ -98,8 +107,9 @@ void SharedSegment::unlink() {
 
 void SharedSegment::release() {
   unlink();
-  if (address_ != nullptr) munmap(address_, size_);
+  if (address_ != nullptr && !borrowed_) munmap(address_, size_);
   address_ = nullptr;
+  borrowed_ = false;
   size_ = 0;
 }
 

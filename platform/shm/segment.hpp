@@ -25,6 +25,10 @@ class SharedSegment {
   // needs to map it.
   static SharedSegment anonymous(std::size_t bytes);
 
+  // Memory someone else owns and frees (a network layer's allocation),
+  // under the same interface; release() forgets it without unmapping.
+  static SharedSegment borrowed(void* address, std::size_t bytes);
+
   // Removes the name (mappings stay valid). Idempotent.
   void unlink();
   void release();
@@ -38,6 +42,7 @@ class SharedSegment {
   std::size_t size_ = 0;
   std::string name_;
   bool owner_linked_ = false;
+  bool borrowed_ = false;
 };
 
 // Page-rounded size.

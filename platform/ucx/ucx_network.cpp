@@ -119,6 +119,7 @@ class UcxNetwork final : public Network {
   void set_peer_addresses(std::vector<std::vector<std::byte>> addresses) override;
 
   MemoryHandle register_memory(void* address, std::size_t length) override;
+  void* allocate_memory(std::size_t length, MemoryHandle& handle) override;
   void deregister_memory(MemoryHandle handle) override;
   std::vector<std::byte> pack_remote_key(MemoryHandle handle) override;
   RemoteKey unpack_remote_key(int peer, std::span<const std::byte> packed) override;
@@ -484,6 +485,28 @@ MemoryHandle UcxNetwork::register_memory(void* address, std::size_t length) {
   check("ucp_mem_map", ucp_mem_map(context_, &mp, &memh));
   live_memh_.insert(memh);
   return MemoryHandle{memh};
+}
+
+void* UcxNetwork::allocate_memory(std::size_t length, MemoryHandle& handle) {
+  ucp_mem_map_params_t mp{};
+  mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+  mp.address = nullptr;
+  mp.length = length;
+  mp.flags = UCP_MEM_MAP_ALLOCATE;
+  ucp_mem_h memh = nullptr;
+  live_memh_.reserve(live_memh_.size() + 1);
+  if (ucp_mem_map(context_, &mp, &memh) != UCS_OK) return nullptr;
+  ucp_mem_attr_t attr{};
+  attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS | UCP_MEM_ATTR_FIELD_LENGTH;
+  if (ucp_mem_query(memh, &attr) != UCS_OK || attr.length < length) {
+    ucp_mem_unmap(context_, memh);
+    return nullptr;
+  }
+  // The allocation is zero-filled like every ARMCI_Malloc part.
+  std::memset(attr.address, 0, length);
+  live_memh_.insert(memh);
+  handle = MemoryHandle{memh};
+  return attr.address;
 }
 
 void UcxNetwork::deregister_memory(MemoryHandle handle) {

@@ -439,6 +439,13 @@ std::unique_ptr<Allocation> Runtime::collective_allocate(std::size_t bytes, bool
       const std::string name = "/armci-" + short_hash(bootstrap_->job_id()) + "-" +
                                std::to_string(rank_) + "-" + std::to_string(allocation->id);
       allocation->own = platform::SharedSegment::create(name, bytes);
+    } else if (void* memory = has_network_peers_ ? with_network([&](platform::Network& net) {
+                 return net.allocate_memory(platform::page_round(bytes), allocation->registration);
+               })
+                                                 : nullptr) {
+      // The layer's own memory: same-host peers reached through it attach
+      // it, so their transfers need nothing from this process.
+      allocation->own = platform::SharedSegment::borrowed(memory, platform::page_round(bytes));
     } else {
       allocation->own = platform::SharedSegment::anonymous(bytes);
     }
@@ -449,7 +456,8 @@ std::unique_ptr<Allocation> Runtime::collective_allocate(std::size_t bytes, bool
   std::vector<std::byte> packed;
   if (bytes > 0 && has_network_peers_) {
     with_network([&](platform::Network& net) {
-      allocation->registration = net.register_memory(allocation->own.address(), allocation->own.size());
+      if (!allocation->registration)
+        allocation->registration = net.register_memory(allocation->own.address(), allocation->own.size());
       packed = net.pack_remote_key(allocation->registration);
     });
     allocation->own_key = packed;

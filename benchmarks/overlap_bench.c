@@ -1,0 +1,655 @@
+/*
+ * overlap_bench: how much of a nonblocking ARMCI_NbGet / ARMCI_NbPut the
+ * origin can hide behind its own computation.
+ *
+ * Rank 0 issues a transfer of S bytes between a local malloc'd buffer and
+ * rank 1's ARMCI_Malloc region, computes for C microseconds (a calibrated
+ * kernel on local data, not a sleep), then waits:
+ *   get: ARMCI_NbGet, compute, ARMCI_Wait
+ *   put: ARMCI_NbPut, compute, ARMCI_Wait, ARMCI_Fence (the data is at the
+ *        target when the clock stops)
+ * Per op and size it measures t_comm (the same without compute), the compute
+ * alone (compute_us, C set to about t_comm), and t_total with both, and
+ * reports overlap_pct = 100 * (t_comm + compute - t_total) / min(t_comm,
+ * compute), clipped to 0..100: 100 when the transfer is fully hidden, 0
+ * when transfer and compute simply add up. compute_slowdown is the compute
+ * time while the transfer is in flight over the compute time alone.
+ *
+ * The target (rank 1) either sits in ARMCI_Barrier (-t idle) or spins in a
+ * loop that never calls the library until rank 0 stores a flag into its
+ * memory with ARMCI_Put (-t busy): a library that needs the target's
+ * application to call it to move data stalls there (the run ends with an
+ * error after -T seconds).
+ *
+ * One source, two builds (as contig_bench):
+ *   libarmci:  make builds benchmarks/overlap_bench
+ *   ARMCI-MPI: mpicc -O2 benchmarks/overlap_bench.c -larmci-openmpi
+ * See benchmarks/README.md.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#define BENCH_PROGRAM "overlap_bench"
+#include "bench_common.h"
+#include "bench_compute.h"
+
+#define PAGE 4096
+#define MAX_REPS 51
+#define MAX_SIZES 24
+#define MAX_FRACS 17
+#define ORIGIN 0
+#define TARGET 1
+
+enum op { OP_GET, OP_PUT, NOPS };
+static const char *op_names[NOPS] = {"get", "put"};
+
+struct config {
+  int ops[NOPS];
+  long sizes[MAX_SIZES];
+  int nsizes;
+  int reps;
+  double sample_s;
+  int busy;
+  double timeout_s;
+  int sweep;
+  double tol;
+  int local_armci; /* -L: local buffer from ARMCI_Malloc_local */
+  const char *csv_path;
+};
+
+/* One (op, size): the batch sizes and C from the calibration pass and one
+ * sample per timed pass of every measurement, for every C of the sweep.
+ * Times are seconds per iteration. */
+struct cell {
+  long k, rounds;                  /* batch length and batches per sample */
+  long units;                      /* kernel units of C = 1.0 * t_comm */
+  double comm[MAX_FRACS][MAX_REPS];    /* Nb + Wait (+ Fence) */
+  double comp[MAX_FRACS][MAX_REPS];    /* compute alone */
+  double total[MAX_FRACS][MAX_REPS];   /* Nb, compute, Wait (+ Fence) */
+  double comp_ov[MAX_FRACS][MAX_REPS]; /* the kernel part of `total` */
+  double comp_in[MAX_FRACS][MAX_REPS]; /* the kernel part of `comp` */
+};
+
+struct bench {
+  struct config cfg;
+  double fracs[MAX_FRACS]; /* C / t_comm of each measured point */
+  int nfracs, main_frac;   /* main_frac: the point with C = 1.0 * t_comm */
+  double units_per_us;
+  struct cell cells[NOPS][MAX_SIZES];
+  void **bases;
+  unsigned char *remote;       /* data region in rank 1's ARMCI_Malloc memory */
+  void *remote_flag;           /* rank 1's flag word, as rank 0 addresses it */
+  unsigned char *mine;         /* this rank's data region */
+  volatile long *my_flag;      /* this rank's flag word */
+  unsigned char *local;        /* rank 0's local buffer */
+  unsigned seed;
+  long seq;
+  double timed_wall, timed_cpu; /* rank 0, over the timed parts */
+};
+
+static void check_rc(int rc, const char *call, long bytes) {
+  if (rc != 0)
+    die("%s of %ld bytes returned %d", call, bytes, rc);
+}
+
+static inline void issue(struct bench *b, enum op op, int bytes, armci_hdl_t *h) {
+  ARMCI_INIT_HANDLE(h);
+  if (op == OP_GET)
+    check_rc(ARMCI_NbGet(b->remote, b->local, bytes, TARGET, h), "ARMCI_NbGet", bytes);
+  else
+    check_rc(ARMCI_NbPut(b->local, b->remote, bytes, TARGET, h), "ARMCI_NbPut", bytes);
+}
+
+static inline void complete(enum op op, int bytes, armci_hdl_t *h) {
+  check_rc(ARMCI_Wait(h), "ARMCI_Wait", bytes);
+  if (op == OP_PUT)
+    ARMCI_Fence(TARGET);
+}
+
+/* Seconds per iteration of Nb + Wait (+ Fence) with nothing in between. */
+static double time_comm(struct bench *b, enum op op, int bytes, long iters) {
+  armci_hdl_t h;
+  double t0 = now();
+  for (long i = 0; i < iters; i++) {
+    issue(b, op, bytes, &h);
+    complete(op, bytes, &h);
+  }
+  return (now() - t0) / (double)iters;
+}
+
+/* Seconds per iteration of the compute alone; *comp_part gets the part
+ * between the two clock reads. Those reads are the ones the overlapped loop
+ * makes, so their cost cancels in t_comm + compute - t_total. */
+static double time_comp(long units, long iters, double *comp_part) {
+  double acc = 0, t0 = now();
+  for (long i = 0; i < iters; i++) {
+    double tb = now();
+    kernel_run(units);
+    acc += now() - tb;
+  }
+  *comp_part = acc / (double)iters;
+  return (now() - t0) / (double)iters;
+}
+
+/* Seconds per iteration of Nb, compute, Wait (+ Fence); *comp_part gets the
+ * compute part of it. */
+static double time_total(struct bench *b, enum op op, int bytes, long units, long iters,
+                         double *comp_part) {
+  armci_hdl_t h;
+  double acc = 0, t0 = now();
+  for (long i = 0; i < iters; i++) {
+    issue(b, op, bytes, &h);
+    double tb = now();
+    kernel_run(units);
+    acc += now() - tb;
+    complete(op, bytes, &h);
+  }
+  *comp_part = acc / (double)iters;
+  return (now() - t0) / (double)iters;
+}
+
+/* Per-iteration averages of one sample of the three measurements. */
+struct sample {
+  double comm, comp, comp_in, total, comp_ov;
+};
+
+/* One sample: `rounds` rounds, each a batch of k iterations of comm alone,
+ * of compute alone and of both, in an order that rotates from round to
+ * round. Short interleaved batches put the three in the same machine state
+ * (caches, clock speed, load from elsewhere), which separate long loops do
+ * not on a shared machine. */
+static struct sample interleaved(struct bench *b, enum op op, int bytes, long units, long k,
+                                 long rounds, int rot, double max_seconds) {
+  struct sample s = {0, 0, 0, 0, 0};
+  const double t0 = now();
+  long r;
+  for (r = 0; r < rounds; r++) {
+    /* Transfers far slower than in the calibration (a target that is off
+     * its CPU) would stretch the sample without bound: fewer rounds then. */
+    if (r > 0 && now() - t0 > max_seconds)
+      break;
+    for (int j = 0; j < 3; j++) {
+      double part;
+      switch ((j + r + rot) % 3) {
+      case 0:
+        s.comm += time_comm(b, op, bytes, k);
+        break;
+      case 1:
+        s.comp += time_comp(units, k, &part);
+        s.comp_in += part;
+        break;
+      default:
+        s.total += time_total(b, op, bytes, units, k, &part);
+        s.comp_ov += part;
+        break;
+      }
+    }
+  }
+  s.comm /= (double)r;
+  s.comp /= (double)r;
+  s.comp_in /= (double)r;
+  s.total /= (double)r;
+  s.comp_ov /= (double)r;
+  return s;
+}
+
+/* The origin's part of one phase. Pass 0 calibrates: t_comm (the median of
+ * five batches, so one preempted batch does not set it), the batch length k
+ * (about 20 us of communication), the rounds for a sample of about -m ms of
+ * communication, and the kernel units for which the compute alone takes
+ * t_comm, measured interleaved with the communication as the samples are. */
+static void measure(struct bench *b, enum op op, int si, int pass) {
+  struct cell *c = &b->cells[op][si];
+  const int bytes = (int)b->cfg.sizes[si];
+  if (pass == 0) {
+    long n = 1;
+    double t;
+    time_comm(b, op, bytes, 1); /* first touch, connection set-up */
+    for (;;) {
+      t = time_comm(b, op, bytes, n) * (double)n;
+      if (t >= 200e-6 || n >= (1L << 30))
+        break;
+      n *= 2;
+    }
+    double v[5];
+    for (int k = 0; k < 5; k++)
+      v[k] = time_comm(b, op, bytes, n);
+    double t_comm = median(v, 5);
+    if (t_comm <= 0)
+      t_comm = 1e-9;
+    c->k = (long)(20e-6 / t_comm + 0.5);
+    if (c->k < 1)
+      c->k = 1;
+    c->rounds = (long)(b->cfg.sample_s / ((double)c->k * t_comm) + 0.5);
+    if (c->rounds < 3)
+      c->rounds = 3;
+    long units = (long)(t_comm * 1e6 * b->units_per_us + 0.5);
+    for (int refine = 0; refine < 3; refine++) {
+      if (units < 1)
+        units = 1;
+      struct sample s = interleaved(b, op, bytes, units, c->k, 3, refine, 8 * b->cfg.sample_s);
+      units = (long)((double)units * s.comm / (s.comp > 0 ? s.comp : 1e-9) + 0.5);
+    }
+    c->units = units < 1 ? 1 : units;
+    return;
+  }
+  const int r = pass - 1;
+  for (int f = 0; f < b->nfracs; f++) {
+    const long units = (long)(b->fracs[f] * (double)c->units + 0.5);
+    /* At C ~ 2 t_comm a round is longer: fewer of them. */
+    long rounds = (long)((double)c->rounds / (1.0 + b->fracs[f]) + 0.5);
+    struct sample s = interleaved(b, op, bytes, units, c->k, rounds < 2 ? 2 : rounds, pass,
+                                  8 * b->cfg.sample_s);
+    c->comm[f][r] = s.comm;
+    c->comp[f][r] = s.comp;
+    c->comp_in[f][r] = s.comp_in;
+    c->total[f][r] = s.total;
+    c->comp_ov[f][r] = s.comp_ov;
+    /* C follows t_comm from pass to pass: a calibration taken during a
+     * burst of load from elsewhere is corrected by the next pass, and the
+     * medians drop the samples it spoiled. */
+    if (f == b->main_frac && s.comp > 0 && s.comm > 0) {
+      long units = (long)((double)c->units * s.comm / s.comp + 0.5);
+      c->units = units < 1 ? 1 : units;
+    }
+  }
+}
+
+/* One (op, size) of one pass; collective. */
+static void run_phase(struct bench *b, enum op op, int si, int pass) {
+  const size_t n = (size_t)b->cfg.sizes[si];
+  const unsigned seed = ++b->seed;
+  const long seq = ++b->seq;
+
+  if (me == ORIGIN) {
+    fill_pattern(b->local, n, seed, op == OP_GET); /* put: the data; get: what it must replace */
+  } else if (me == TARGET) {
+    access_begin(b->bases[me]);
+    fill_pattern(b->mine, n, seed, op == OP_PUT);
+    access_end(b->bases[me]);
+  }
+  ARMCI_Barrier();
+
+  if (me == ORIGIN) {
+    const double w0 = now(), c0 = thread_cpu_now();
+    measure(b, op, si, pass);
+    b->timed_wall += now() - w0;
+    b->timed_cpu += thread_cpu_now() - c0;
+    if (b->cfg.busy)
+      set_remote_flag(seq, b->remote_flag, TARGET);
+  } else if (me == TARGET && b->cfg.busy) {
+    struct spin_result s = spin_until_flag(b->my_flag, seq, 0, b->cfg.timeout_s);
+    if (s.timed_out)
+      die("-t busy: spun %.1f s in a loop without library calls and rank 0's flag (phase %ld: "
+          "%s %zu bytes) never arrived: this library needs the target to call it to complete "
+          "the origin's operations",
+          s.seconds, seq, op_names[op], n);
+  }
+  ARMCI_Barrier();
+
+  if (me == ORIGIN && op == OP_GET) {
+    long bad = find_pattern_mismatch(b->local, n, seed);
+    if (bad >= 0)
+      die("get %zu bytes: wrong data at byte %ld of the local buffer", n, bad);
+  } else if (me == TARGET && op == OP_PUT) {
+    access_begin(b->bases[me]);
+    long bad = find_pattern_mismatch(b->mine, n, seed);
+    access_end(b->bases[me]);
+    if (bad >= 0)
+      die("put %zu bytes: wrong data at byte %ld of the target region", n, bad);
+  }
+}
+
+/* -------------------------------------------------------------- results */
+
+struct result {
+  double t_comm, t_total, comp, comp_in, comp_ov, overlap, slowdown;
+};
+
+static double med(const double *v, int n) {
+  double tmp[MAX_REPS];
+  memcpy(tmp, v, sizeof(double) * (size_t)n);
+  return median(tmp, n);
+}
+
+static struct result result_of(const struct bench *b, enum op op, int si, int f) {
+  const struct cell *c = &b->cells[op][si];
+  const int reps = b->cfg.reps;
+  struct result r;
+  r.t_comm = med(c->comm[f], reps);
+  r.t_total = med(c->total[f], reps);
+  r.comp = med(c->comp[f], reps);
+  r.comp_in = med(c->comp_in[f], reps);
+  r.comp_ov = med(c->comp_ov[f], reps);
+  /* The hidden part of the shorter of the two; at C ~ t_comm the textbook
+   * 100 * (t_comm + C - t_total) / t_comm. */
+  double shorter = r.t_comm < r.comp ? r.t_comm : r.comp;
+  double ov = shorter > 0 ? 100.0 * (r.t_comm + r.comp - r.t_total) / shorter : 0;
+  r.overlap = ov < 0 ? 0 : ov > 100 ? 100 : ov;
+  /* The kernel measured the same way in both loops. */
+  r.slowdown = b->fracs[f] > 0 && r.comp_in > 0 ? r.comp_ov / r.comp_in : 0;
+  return r;
+}
+
+/* The largest swept C for which every point up to it had t_total <=
+ * max(t_comm, C) * (1 + tol). */
+static double max_hidden_c(const struct bench *b, enum op op, int si, double *frac) {
+  double best = -1;
+  *frac = -1;
+  for (int f = 0; f < b->nfracs; f++) {
+    struct result r = result_of(b, op, si, f);
+    double bound = r.t_comm > r.comp ? r.t_comm : r.comp;
+    if (r.t_total > bound * (1 + b->cfg.tol))
+      break;
+    best = r.comp;
+    *frac = b->fracs[f];
+  }
+  return best;
+}
+
+static void print_tables(const struct bench *b) {
+  printf("\n%-4s %9s %11s %11s %11s %12s %17s\n", "op", "bytes", "t_comm_us", "t_total_us",
+         "compute_us", "overlap_pct", "compute_slowdown");
+  for (int op = 0; op < NOPS; op++) {
+    if (!b->cfg.ops[op])
+      continue;
+    for (int si = 0; si < b->cfg.nsizes; si++) {
+      struct result r = result_of(b, (enum op)op, si, b->main_frac);
+      printf("%-4s %9ld %11.3f %11.3f %11.3f %12.1f %17.3f\n", op_names[op], b->cfg.sizes[si],
+             r.t_comm * 1e6, r.t_total * 1e6, r.comp * 1e6, r.overlap, r.slowdown);
+    }
+  }
+  if (!b->cfg.sweep)
+    return;
+  printf("\n== sweep: t_total as C grows; ok: t_total <= max(t_comm, C) * (1 + %.2f)\n",
+         b->cfg.tol);
+  printf("%-4s %9s %7s %11s %11s %11s %6s\n", "op", "bytes", "C/comm", "compute_us", "t_total_us",
+         "bound_us", "ok");
+  for (int op = 0; op < NOPS; op++) {
+    if (!b->cfg.ops[op])
+      continue;
+    for (int si = 0; si < b->cfg.nsizes; si++) {
+      for (int f = 0; f < b->nfracs; f++) {
+        struct result r = result_of(b, (enum op)op, si, f);
+        double bound = r.t_comm > r.comp ? r.t_comm : r.comp;
+        printf("%-4s %9ld %7.3f %11.3f %11.3f %11.3f %6s\n", op_names[op], b->cfg.sizes[si],
+               b->fracs[f], r.comp * 1e6, r.t_total * 1e6, bound * 1e6,
+               r.t_total <= bound * (1 + b->cfg.tol) ? "yes" : "no");
+      }
+    }
+  }
+  printf("\n== largest C hidden (every swept point up to it ok)\n");
+  printf("%-4s %9s %11s %11s %7s\n", "op", "bytes", "t_comm_us", "max_C_us", "C/comm");
+  for (int op = 0; op < NOPS; op++) {
+    if (!b->cfg.ops[op])
+      continue;
+    for (int si = 0; si < b->cfg.nsizes; si++) {
+      double frac, c = max_hidden_c(b, (enum op)op, si, &frac);
+      struct result r = result_of(b, (enum op)op, si, b->main_frac);
+      printf("%-4s %9ld %11.3f %11.3f %7.3f\n", op_names[op], b->cfg.sizes[si], r.t_comm * 1e6,
+             c * 1e6, frac);
+    }
+  }
+}
+
+static void write_csv(const struct bench *b, FILE *csv) {
+  fprintf(csv, "impl,path,target,op,bytes,c_frac,t_comm_us,t_total_us,compute_us,overlap_pct,"
+               "compute_slowdown\n");
+  for (int op = 0; op < NOPS; op++) {
+    if (!b->cfg.ops[op])
+      continue;
+    for (int si = 0; si < b->cfg.nsizes; si++)
+      for (int f = 0; f < b->nfracs; f++) {
+        struct result r = result_of(b, (enum op)op, si, f);
+        fprintf(csv, "%s,%s,%s,%s,%ld,%.3f,%.4f,%.4f,%.4f,%.2f,%.4f\n", IMPL_NAME,
+                transfer_path(), b->cfg.busy ? "busy" : "idle", op_names[op], b->cfg.sizes[si],
+                b->fracs[f], r.t_comm * 1e6, r.t_total * 1e6, r.comp * 1e6, r.overlap,
+                r.slowdown);
+      }
+  }
+}
+
+/* -------------------------------------------------------------- options */
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: mpirun -np 2 overlap_bench [-o get|put|both] [-s SIZES] [-r REPS] [-m MS]\n"
+          "                                  [-t idle|busy] [-T SECONDS] [-S] [-e TOL] [-L]\n"
+          "                                  [-c FILE.csv]\n"
+          "  -o OPS      get, put or both (default both)\n"
+          "  -s SIZES    comma list, K/M suffixes (default 8,64,256,1K,4K,16K,64K,256K,1M,4M)\n"
+          "  -r REPS     samples per measurement, median reported (default 7, at most %d)\n"
+          "  -m MS       length of one t_comm sample in ms (default 4)\n"
+          "  -t TARGET   idle: rank 1 waits in ARMCI_Barrier; busy: rank 1 spins without\n"
+          "              library calls until rank 0 puts a flag into its memory (default idle)\n"
+          "  -T SECONDS  -t busy: give up (error) when the flag has not come after this long\n"
+          "              (default 30)\n"
+          "  -S          also sweep C = 0, t_comm/4, ..., 2 t_comm and report the largest C\n"
+          "              with t_total <= max(t_comm, C) * (1 + TOL)\n"
+          "  -e TOL      tolerance of the sweep (default 0.1)\n"
+          "  -L          local buffer from ARMCI_Malloc_local instead of malloc\n"
+          "  -c FILE     write the CSV there instead of after '# CSV' on stdout\n",
+          MAX_REPS);
+}
+
+static int parse_args(int argc, char **argv, struct config *c) {
+  static const long default_sizes[] = {8, 64, 256, 1L << 10, 4L << 10, 16L << 10,
+                                       64L << 10, 256L << 10, 1L << 20, 4L << 20};
+  c->ops[OP_GET] = c->ops[OP_PUT] = 1;
+  c->nsizes = (int)(sizeof default_sizes / sizeof default_sizes[0]);
+  memcpy(c->sizes, default_sizes, sizeof default_sizes);
+  c->reps = 7;
+  c->sample_s = 0.004;
+  c->busy = 0;
+  c->timeout_s = 30;
+  c->sweep = 0;
+  c->tol = 0.1;
+  c->local_armci = 0;
+  c->csv_path = NULL;
+  int opt;
+  opterr = 0;
+  while ((opt = getopt(argc, argv, "o:s:r:m:t:T:Se:Lc:h")) != -1) {
+    switch (opt) {
+    case 'o':
+      if (!strcmp(optarg, "get"))
+        c->ops[OP_GET] = 1, c->ops[OP_PUT] = 0;
+      else if (!strcmp(optarg, "put"))
+        c->ops[OP_GET] = 0, c->ops[OP_PUT] = 1;
+      else if (!strcmp(optarg, "both"))
+        c->ops[OP_GET] = c->ops[OP_PUT] = 1;
+      else
+        goto bad;
+      break;
+    case 's':
+      c->nsizes = parse_size_list(optarg, c->sizes, MAX_SIZES, 1, 1L << 30);
+      if (c->nsizes < 1)
+        goto bad;
+      break;
+    case 'r':
+      c->reps = atoi(optarg);
+      if (c->reps < 1 || c->reps > MAX_REPS)
+        goto bad;
+      break;
+    case 'm':
+      c->sample_s = strtod(optarg, NULL) * 1e-3;
+      if (!(c->sample_s > 0 && c->sample_s <= 10))
+        goto bad;
+      break;
+    case 't':
+      if (!strcmp(optarg, "idle"))
+        c->busy = 0;
+      else if (!strcmp(optarg, "busy"))
+        c->busy = 1;
+      else
+        goto bad;
+      break;
+    case 'T':
+      c->timeout_s = strtod(optarg, NULL);
+      if (!(c->timeout_s > 0))
+        goto bad;
+      break;
+    case 'S':
+      c->sweep = 1;
+      break;
+    case 'e':
+      c->tol = strtod(optarg, NULL);
+      if (!(c->tol >= 0 && c->tol < 10))
+        goto bad;
+      break;
+    case 'L':
+      c->local_armci = 1;
+      break;
+    case 'c':
+      c->csv_path = optarg;
+      break;
+    case 'h':
+      if (me == 0)
+        usage(stdout);
+      return 1;
+    default:
+      if (me == 0) {
+        fprintf(stderr, "overlap_bench: unknown option or missing value '-%c'\n", optopt);
+        usage(stderr);
+      }
+      return 2;
+    }
+    continue;
+  bad:
+    if (me == 0) {
+      fprintf(stderr, "overlap_bench: bad value '%s' for -%c\n", optarg, opt);
+      usage(stderr);
+    }
+    return 2;
+  }
+  if (optind < argc) {
+    if (me == 0)
+      fprintf(stderr, "overlap_bench: unexpected argument '%s'\n", argv[optind]);
+    return 2;
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  bench_start(&argc, &argv);
+  const int nproc = armci_msg_nproc();
+  static struct bench bench;
+  struct bench *b = &bench;
+  int code = parse_args(argc, argv, &b->cfg);
+  if (code == 0 && nproc < 2) {
+    if (me == 0)
+      fprintf(stderr, "overlap_bench: needs 2 processes (mpirun -np 2), got %d\n", nproc);
+    code = 2;
+  }
+  if (code != 0) {
+    bench_end();
+    return code == 1 ? 0 : code;
+  }
+  const struct config *cfg = &b->cfg;
+  if (cfg->sweep) {
+    b->nfracs = 9;
+    for (int f = 0; f < b->nfracs; f++)
+      b->fracs[f] = 0.25 * f;
+    b->main_frac = 4;
+  } else {
+    b->nfracs = 1;
+    b->fracs[0] = 1.0;
+    b->main_frac = 0;
+  }
+  long max_size = 0;
+  for (int i = 0; i < cfg->nsizes; i++)
+    if (cfg->sizes[i] > max_size)
+      max_size = cfg->sizes[i];
+
+  /* Each rank's region: a page for the flag word, then the data. */
+  const size_t region = (size_t)PAGE + (size_t)max_size;
+  b->bases = calloc((size_t)nproc, sizeof *b->bases);
+  if (!b->bases)
+    die("out of memory");
+  if (ARMCI_Malloc(b->bases, (armci_size_t)region) != 0 || !b->bases[TARGET])
+    die("ARMCI_Malloc of %zu bytes failed", region);
+  b->remote_flag = b->bases[TARGET];
+  b->remote = (unsigned char *)b->bases[TARGET] + PAGE;
+  b->mine = (unsigned char *)b->bases[me] + PAGE;
+  b->my_flag = (volatile long *)b->bases[me];
+  access_begin(b->bases[me]);
+  memset(b->bases[me], 0, region);
+  access_end(b->bases[me]);
+
+  kernel_init();
+  FILE *csv = NULL;
+  void *local_base = NULL;
+  if (me == ORIGIN) {
+    if (cfg->local_armci) {
+      local_base = ARMCI_Malloc_local((armci_size_t)max_size);
+      if (!local_base)
+        die("ARMCI_Malloc_local of %ld bytes failed", max_size);
+    } else if (posix_memalign(&local_base, PAGE, (size_t)max_size) != 0) {
+      die("malloc of %ld bytes failed", max_size);
+    }
+    b->local = local_base;
+    memset(b->local, 0, (size_t)max_size);
+    if (cfg->csv_path && !(csv = fopen(cfg->csv_path, "w")))
+      die("cannot write %s: %s", cfg->csv_path, strerror(errno));
+  }
+  ARMCI_Barrier();
+  /* Calibrated with the target in the barrier, as the idle runs find it. */
+  if (me == ORIGIN)
+    b->units_per_us = kernel_units_per_us(0.05);
+  ARMCI_Barrier();
+
+  if (me == ORIGIN) {
+    printf("# overlap_bench impl=%s path=%s target=%s reps=%d sample_ms=%.1f local=%s "
+           "kernel=%.1f units/us (%.2f Gflop/s)\n",
+           IMPL_NAME, transfer_path(), cfg->busy ? "busy" : "idle", cfg->reps,
+           cfg->sample_s * 1e3, cfg->local_armci ? "ARMCI_Malloc_local" : "malloc",
+           b->units_per_us, kernel_flops(1) * b->units_per_us * 1e-3);
+    print_settings(stdout);
+    fflush(stdout);
+  }
+
+  const double load_before = load_average();
+  const double t_start = now(), cpu_start = cpu_now();
+  for (int pass = 0; pass <= cfg->reps; pass++) {
+    for (int op = 0; op < NOPS; op++)
+      if (cfg->ops[op])
+        for (int si = 0; si < cfg->nsizes; si++)
+          run_phase(b, (enum op)op, si, pass);
+    if (me == ORIGIN) {
+      fprintf(stderr, "# overlap_bench: %s %d/%d done, %.1f s\n", pass ? "pass" : "calibration",
+              pass, cfg->reps, now() - t_start);
+      fflush(stderr);
+    }
+  }
+
+  if (me == ORIGIN) {
+    const double wall = now() - t_start, cpu = cpu_now() - cpu_start;
+    printf("# run: %.1f s; rank 0 cpu/wall %.2f, while timing %.2f; load average %.2f before, "
+           "%.2f after\n",
+           wall, wall > 0 ? cpu / wall : 0.0,
+           b->timed_wall > 0 ? b->timed_cpu / b->timed_wall : 0.0, load_before, load_average());
+    printf("# medians of %d samples; get: NbGet, compute, Wait; put: NbPut, compute, Wait, "
+           "Fence;\n# overlap_pct = 100 (t_comm + compute - t_total) / min(t_comm, compute), "
+           "clipped to 0..100\n",
+           cfg->reps);
+    print_tables(b);
+    if (csv) {
+      write_csv(b, csv);
+      if (fclose(csv) != 0)
+        die("cannot write %s", cfg->csv_path);
+      printf("\n# CSV written to %s\n", cfg->csv_path);
+    } else {
+      printf("\n# CSV\n");
+      write_csv(b, stdout);
+    }
+    printf("# kernel checksum %.6f\n", kernel_checksum());
+    fflush(stdout);
+    if (cfg->local_armci)
+      ARMCI_Free_local(local_base);
+    else
+      free(local_base);
+  }
+  ARMCI_Barrier();
+  ARMCI_Free(b->bases[me]);
+  free(b->bases);
+  bench_end();
+  return 0;
+}
