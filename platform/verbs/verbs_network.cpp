@@ -17,6 +17,8 @@
 // lack of resources.
 #include "platform/verbs/verbs_network.hpp"
 
+#include "buffers/registration_cache.hpp"
+
 #include <endian.h>
 #include <fcntl.h>
 #include <infiniband/verbs.h>
@@ -201,6 +203,7 @@ struct Settings {
   double connect_timeout = 600; // seconds, 0: forever
   int connect_retry_ms = 50;
   bool debug = false;           // ARMCI_VERBS_DEBUG: trace handshakes on stderr
+  std::size_t reg_cache = std::size_t(1) << 30;  // ARMCI_VERBS_REG_CACHE: bytes kept registered
 
   static Settings from_environment() {
     Settings s;
@@ -228,6 +231,7 @@ struct Settings {
     s.connect_retry_ms =
         static_cast<int>(env_size("ARMCI_VERBS_CONNECT_RETRY_MS", s.connect_retry_ms, 1, 60000));
     s.debug = env_size("ARMCI_VERBS_DEBUG", 0, 0, 1) != 0;
+    s.reg_cache = env_size("ARMCI_VERBS_REG_CACHE", s.reg_cache, 0, std::size_t(1) << 46);
     return s;
   }
 };
@@ -330,6 +334,7 @@ struct alignas(16) Op {
   std::size_t message_length = 0;
   std::vector<std::byte> message;  // copy of a queued message with no send slot
   std::vector<ibv_mr*> temp_mrs;
+  std::vector<buffers::RegistrationCache::Lease> leases;  // cached registrations in use
   std::uint64_t flush_target = 0;
 };
 
@@ -584,6 +589,7 @@ class VerbsNetwork final : public Network {
   std::size_t ud_done_ = 0;
 
   Slab recv_slab_, send_slab_, bounce_slab_, atomic_slab_, ud_recv_slab_, ud_send_slab_;
+  std::unique_ptr<buffers::RegistrationCache> reg_cache_;
   std::vector<int> send_free_, bounce_free_, atomic_free_;
 
   std::vector<Registration*> regs_;  // sorted by begin, non-empty ranges only
@@ -670,6 +676,16 @@ VerbsNetwork::VerbsNetwork(int rank, int size) : rank_(rank), size_(size) {
 
     pd_ = ibv_alloc_pd(ctx_);
     if (pd_ == nullptr) fail_errno("ibv_alloc_pd");
+    if (cfg_.reg_cache > 0) {
+      // Local access only: the cache serves the local side of transfers.
+      reg_cache_ = std::make_unique<buffers::RegistrationCache>(
+          buffers::RegistrationCache::Callbacks{
+              [this](void* address, std::size_t length) -> void* {
+                return ibv_reg_mr(pd_, address, length, IBV_ACCESS_LOCAL_WRITE);
+              },
+              [](void* registration) { ibv_dereg_mr(static_cast<ibv_mr*>(registration)); }},
+          cfg_.reg_cache);
+    }
     channel_ = ibv_create_comp_channel(ctx_);
     if (channel_ == nullptr) fail_errno("ibv_create_comp_channel");
     // arm_wakeup() drains events without blocking.
@@ -809,10 +825,12 @@ void VerbsNetwork::teardown() noexcept {
     for (std::size_t i = 0; i < kOpChunk; ++i) {
       for (ibv_mr* mr : chunk[i].temp_mrs) ibv_dereg_mr(mr);
       chunk[i].temp_mrs.clear();
+      chunk[i].leases.clear();  // the cache goes below, registrations and all
     }
   }
   op_chunks_.clear();
   free_ops_ = nullptr;
+  reg_cache_.reset();
   for (Registration* r : live_regs_) {
     if (r->mr != nullptr) ibv_dereg_mr(r->mr);
     delete r;
@@ -1036,6 +1054,7 @@ void VerbsNetwork::release_op(Op& op) noexcept {
   op.message.clear();
   op.message_length = 0;
   op.temp_mrs.clear();
+  op.leases.clear();
   op.next = free_ops_;
   free_ops_ = &op;
 }
@@ -1059,6 +1078,7 @@ void VerbsNetwork::finish(Op& op) noexcept {
   if (op.atomic >= 0) atomic_free_.push_back(op.atomic);
   if (op.send_slot >= 0) send_free_.push_back(op.send_slot);
   for (ibv_mr* mr : op.temp_mrs) ibv_dereg_mr(mr);
+  for (const auto& lease : op.leases) reg_cache_->release(lease);
   if (!op.completed_early && op.completion != nullptr) complete(*op.completion, op.error);
   release_op(op);
 }
@@ -1400,11 +1420,19 @@ VerbsNetwork::Issue VerbsNetwork::start_transfer(Op& op) {
     op.bounce_seg = Seg{slot, op.total, bounce_slab_.lkey()};
     op.mode = Mode::bounce;
   } else {
-    // Large and unregistered: pin for this operation only. Without hooks on
-    // free/munmap a cache could hand the device stale pages.
+    // Large and unregistered: through the registration cache, whose memory
+    // hooks retire an entry as soon as its memory is freed or unmapped; with
+    // the cache off (ARMCI_VERBS_REG_CACHE=0), pinned for this operation only.
     const int access = is_get ? IBV_ACCESS_LOCAL_WRITE : 0;
     for (Seg& s : op.segs) {
       if (s.length == 0 || find_registration(s.address, s.length) != nullptr) continue;
+      if (reg_cache_) {
+        if (auto lease = reg_cache_->acquire(s.address, s.length)) {
+          op.leases.push_back(lease);
+          s.lkey = static_cast<ibv_mr*>(lease.registration)->lkey;
+          continue;
+        }
+      }
       ibv_mr* mr = ibv_reg_mr(pd_, s.address, s.length, access);
       if (mr == nullptr) {
         op.error = make_code(op.peer, op.kind, kRegisterFailed, false);

@@ -85,7 +85,25 @@ std::string short_hash(const std::string& text) {
 }  // namespace
 
 void Backoff::pause() {
-  if (++spins_ > 32) sched_yield();
+  if (++spins_ <= 32) return;
+  if (spins_ < 4096) {
+    sched_yield();
+    return;
+  }
+  // A wait this long (a rank idle in a barrier, a lock held for a while)
+  // naps instead of yielding in a loop: on a machine with as many ranks as
+  // cores, a yielding waiter still takes a whole core from the helper
+  // threads and from everything else that has work.
+  if (spins_ == 4096) {
+    since_ = std::chrono::steady_clock::now();
+    return;
+  }
+  if (std::chrono::steady_clock::now() - since_ < std::chrono::milliseconds(1)) {
+    sched_yield();
+    return;
+  }
+  const timespec nap{0, 50 * 1000};
+  nanosleep(&nap, nullptr);
 }
 
 const char* to_string(PeerKind kind) {

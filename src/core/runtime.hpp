@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <deque>
 #include <list>
@@ -37,6 +38,7 @@ class Backoff {
 
  private:
   unsigned spins_ = 0;
+  std::chrono::steady_clock::time_point since_{};
 };
 
 enum class PeerKind : std::uint8_t { self, shared_memory, network };
@@ -258,7 +260,9 @@ class Runtime {
   bool use_buffered(const void* local, std::size_t bytes) const;
   void start_buffered(bool is_get, std::byte* user, std::uintptr_t remote, platform::RemoteKey key,
                       std::size_t bytes, int proc, platform::Completion& completion);
-  int advance_buffered();  // network_mutex_ held
+  // Moves every buffered transfer on: reaps finished chunks, starts up to
+  // new_chunks more per transfer. network_mutex_ held.
+  int advance_buffered(std::size_t new_chunks = SIZE_MAX);
   void kick_helper();
   // Host-assisted transfers.
   void handle_host_request(int source, bool is_get, std::span<const std::byte> header,

@@ -296,14 +296,17 @@ void Runtime::start_buffered(bool is_get, std::byte* user, std::uintptr_t remote
     t.bytes = bytes;
     t.completion = &completion;
     buffered_active_.fetch_add(1);
-    advance_buffered();
+    // The caller starts the first chunk moving; the rest is the helper's
+    // (kicked below) while the application computes, or the caller's own
+    // when it waits.
+    advance_buffered(1);
     unfinished = !buffered_.empty();
   }
   // The rest of the pipeline is the helper's while the application computes.
   if (unfinished) kick_helper();
 }
 
-int Runtime::advance_buffered() {
+int Runtime::advance_buffered(std::size_t new_chunks) {
   const std::size_t chunk_size = settings_.buffer_chunk;
   // Buffers start on a 4 KiB boundary of the pool, whatever the vector's own
   // alignment.
@@ -323,7 +326,7 @@ int Runtime::advance_buffered() {
       t.chunks.pop_front();
       ++events;
     }
-    while (t.issued < t.bytes && !pool_free_.empty()) {
+    for (std::size_t started = 0; started < new_chunks && t.issued < t.bytes && !pool_free_.empty(); ++started) {
       BufferedTransfer::Chunk& c = t.chunks.emplace_back();
       c.buffer = pool_free_.back();
       pool_free_.pop_back();
@@ -352,7 +355,9 @@ int Runtime::advance_buffered() {
 }
 
 void Runtime::kick_helper() {
-  if (kick_progress_ < 0 || helper_serving_.load()) return;
+  // Even a serving helper may be asleep on the network's wakeup, which a
+  // pipeline copying through the CPU (UCX within one host) never fires.
+  if (kick_progress_ < 0) return;
   const std::uint64_t one = 1;
   if (write(kick_progress_, &one, sizeof one) != sizeof one) std::perror("armci: waking the helper thread");
 }
