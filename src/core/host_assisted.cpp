@@ -14,10 +14,10 @@
 namespace armci {
 
 // What the origin keeps until the target's ack: the completion to count
-// down, and a registration made for this transfer alone.
+// down, and the cached registration its memory is exposed through.
 struct HostRequest {
   platform::Completion* completion;
-  platform::MemoryHandle temporary;
+  buffers::RegistrationCache::Lease lease;
 };
 
 void Runtime::start_put_segments(const char* call, std::span<const platform::LocalSegment> local, void* dst,
@@ -49,15 +49,31 @@ Runtime::Exposure Runtime::expose_local(const char* call, const void* address, s
       return exposure;
     }
   }
-  with_network([&](platform::Network& net) {
-    try {
-      exposure.temporary = net.register_memory(const_cast<void*>(address), bytes);
-      exposure.packed_key = net.pack_remote_key(exposure.temporary);
-    } catch (const std::exception& e) {
-      fail(call, "registering the local side (%p, %zu bytes) for the host-assisted protocol failed: %s", address,
-           bytes, e.what());
-    }
-  });
+  // Anything else through the exposure cache: registered once, retired by
+  // the memory hooks when it is freed or unmapped.
+  std::lock_guard guard(network_mutex_);
+  if (!exposure_cache_) {
+    exposure_cache_ = std::make_unique<buffers::RegistrationCache>(
+        buffers::RegistrationCache::Callbacks{
+            [this](void* at, std::size_t length) -> void* {
+              try {
+                const platform::MemoryHandle handle = network_->register_memory(at, length);
+                exposure_keys_[handle.impl] = network_->pack_remote_key(handle);
+                return handle.impl;
+              } catch (const std::exception&) {
+                return nullptr;
+              }
+            },
+            [this](void* registration) {
+              exposure_keys_.erase(registration);
+              network_->deregister_memory(platform::MemoryHandle{registration});
+            }},
+        std::size_t{1} << 30);
+  }
+  exposure.lease = exposure_cache_->acquire(address, bytes);
+  if (!exposure.lease)
+    fail(call, "registering the local side (%p, %zu bytes) for the host-assisted protocol failed", address, bytes);
+  exposure.packed_key = exposure_keys_.at(exposure.lease.registration);
   return exposure;
 }
 
@@ -75,7 +91,7 @@ void Runtime::start_host_strided(const char* call, bool is_get, void* local, con
     header.target_stride[i] = remote_stride[i];
     header.origin_stride[i] = local_stride[i];
   }
-  auto* request = new HostRequest{&completion, exposure.temporary};
+  auto* request = new HostRequest{&completion, exposure.lease};
   header.token = reinterpret_cast<std::uintptr_t>(request);
   // The target reads or writes its pieces when the message arrives: puts of
   // ours still on the wire must be there first.
@@ -189,7 +205,7 @@ int Runtime::advance_host_operations() {
 
 void Runtime::finish_host_request(std::uint64_t token) {
   auto* request = reinterpret_cast<HostRequest*>(token);
-  if (request->temporary) network_->deregister_memory(request->temporary);
+  if (request->lease) exposure_cache_->release(request->lease);
   host_payloads_.erase(request);
   request->completion->pending.fetch_sub(1, std::memory_order_release);
   delete request;

@@ -436,6 +436,7 @@ void Runtime::shut_down() {
   answers_.clear();
   for (auto& [id, key] : host_keys_) network_->release_remote_key(key);
   host_keys_.clear();
+  exposure_cache_.reset();
   if (pool_registration_) network_->deregister_memory(pool_registration_);
   pool_registration_ = {};
   network_.reset();

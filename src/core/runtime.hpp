@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "buffers/registration_cache.hpp"
 #include "platform/network.hpp"
 #include "platform/pmix/bootstrap.hpp"
 #include "platform/shm/segment.hpp"
@@ -272,7 +273,7 @@ class Runtime {
   platform::RemoteKey host_key(int source, std::span<const std::byte> packed);
   struct Exposure {
     std::vector<std::byte> packed_key;
-    platform::MemoryHandle temporary{};  // deregistered when the transfer ends
+    buffers::RegistrationCache::Lease lease;  // released when the transfer ends
   };
   Exposure expose_local(const char* call, const void* address, std::size_t bytes);
   int advance_background() {
@@ -355,6 +356,10 @@ class Runtime {
   std::atomic<int> host_active_{0};
   std::map<std::pair<int, std::vector<std::byte>>, platform::RemoteKey> host_keys_;
   std::map<const void*, std::vector<std::byte>> host_payloads_;  // keys sent, until the ack
+  // Local memory exposed to peers for host-assisted transfers, and the
+  // packed key of each of its registrations (network_mutex_).
+  std::unique_ptr<buffers::RegistrationCache> exposure_cache_;
+  std::map<void*, std::vector<std::byte>> exposure_keys_;
   std::vector<PeerKind> peer_kind_;
   std::vector<int> node_of_;
   std::vector<std::vector<int>> node_members_;

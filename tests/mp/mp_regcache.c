@@ -33,6 +33,14 @@ static void round_trip(char **base, unsigned char *buf, int peer, int round, con
   MP_CHECK_INT(0, ARMCI_Get(slot, back, BYTES, peer));
   mp_fill_pattern(expect, BYTES, me, peer, (size_t)round + 1);
   MP_CHECK_BYTES(expect, back, BYTES, "block put from reused memory");
+  /* The same block as a strided get of 256 rows of 4000 bytes (every
+   * strided protocol, host-assisted included, exposes or registers buf). */
+  mp_set_where("%s round %d: strided get from rank %d", what, round, peer);
+  memset(buf, 0, BYTES);
+  int stride = 4096, count[2] = {4000, 256};
+  MP_CHECK_INT(0, ARMCI_GetS(slot, &stride, buf, &stride, count, 1, peer));
+  for (int row = 0; row < 256; row++)
+    MP_CHECK_BYTES(expect + (size_t)row * 4096, buf + (size_t)row * 4096, 4000, "row of a strided get");
   free(back);
   free(expect);
 }
