@@ -127,6 +127,11 @@ void complete_handle(const char* call, Runtime& r, armci_hdl_t* h) {
 // vector messages being filled, or nullptr.
 template <typename Start>
 int nonblocking(const char* call, Runtime& r, int proc, armci_hdl_t* handle, Start start) {
+  struct Marked {  // lets the runtime offload what only a nonblocking call may
+    Runtime& r;
+    explicit Marked(Runtime& runtime) : r(runtime) { r.in_nonblocking_ = true; }
+    ~Marked() { r.in_nonblocking_ = false; }
+  } marked(r);
   if (handle == nullptr) {
     start(r.implicit_completion(proc), static_cast<armci::VectorBatches*>(nullptr));
     r.limit_implicit(proc);

@@ -168,6 +168,9 @@ void Runtime::start_up() {
     addresses[static_cast<std::size_t>(r)] = in.take_bytes();
   }
   build_topology(hosts);
+  same_host_.assign(static_cast<std::size_t>(size_), 0);
+  for (int r = 0; r < size_; ++r)
+    same_host_[static_cast<std::size_t>(r)] = hosts[static_cast<std::size_t>(r)] == hosts[static_cast<std::size_t>(rank_)];
 
   // Every address stays, self and neighbours included: with network peers,
   // Rmw and mutexes reach every rank through the network layer
@@ -639,7 +642,10 @@ void Runtime::start_put(const char* call, const void* src, void* dst, std::size_
     return;
   }
   order_after_puts(proc, false);
-  if (use_buffered(src, bytes)) {
+  if (use_offload(proc, bytes)) {
+    start_buffered(false, static_cast<std::byte*>(const_cast<void*>(src)), remote, region.key, bytes, proc,
+                   completion, true);
+  } else if (use_buffered(src, bytes)) {
     start_buffered(false, static_cast<std::byte*>(const_cast<void*>(src)), remote, region.key, bytes, proc,
                    completion);
   } else {
@@ -664,6 +670,10 @@ void Runtime::start_get(const char* call, const void* src, void* dst, std::size_
     return;
   }
   order_after_puts(proc, true);
+  if (use_offload(proc, bytes)) {
+    start_buffered(true, static_cast<std::byte*>(dst), remote, region.key, bytes, proc, completion, true);
+    return;
+  }
   if (use_buffered(dst, bytes)) {
     start_buffered(true, static_cast<std::byte*>(dst), remote, region.key, bytes, proc, completion);
     return;

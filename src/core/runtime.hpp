@@ -104,6 +104,7 @@ struct BufferedTransfer {
     platform::Completion done;
   };
   bool is_get = false;
+  bool zero_copy = false;  // offloaded: chunks move straight from/to user memory
   int peer = -1;
   std::byte* user = nullptr;
   std::uintptr_t remote = 0;
@@ -260,7 +261,16 @@ class Runtime {
   // Buffered contiguous transfers.
   bool use_buffered(const void* local, std::size_t bytes) const;
   void start_buffered(bool is_get, std::byte* user, std::uintptr_t remote, platform::RemoteKey key,
-                      std::size_t bytes, int proc, platform::Completion& completion);
+                      std::size_t bytes, int proc, platform::Completion& completion, bool offload = false);
+  // Offload: a nonblocking transfer whose data the layer moves with the
+  // calling CPU (UCX to a peer on this host copies inside the call) is
+  // handed to the helper in chunks straight from the user's memory, so the
+  // copy runs on the helper's core while the application computes.
+  bool use_offload(int proc, std::size_t bytes) const {
+    return in_nonblocking_ && settings_.offload_min > 0 && bytes >= settings_.offload_min &&
+           progress_thread_.joinable() && same_host_[static_cast<std::size_t>(proc)] &&
+           !network_->capabilities().needs_local_registration;
+  }
   // Moves every buffered transfer on: reaps finished chunks, starts up to
   // new_chunks more per transfer. network_mutex_ held.
   int advance_buffered(std::size_t new_chunks = SIZE_MAX);
@@ -340,6 +350,12 @@ class Runtime {
   std::list<BufferedTransfer> buffered_;
   std::atomic<int> buffered_active_{0};
   std::deque<Requests::Id> pending_;             // explicit requests, oldest first
+  std::vector<std::uint8_t> same_host_;          // per rank: on this host
+ public:
+  // Set by the API around nonblocking calls: only they are offloaded.
+  bool in_nonblocking_ = false;
+
+ private:
   // Answers to vector gets, kept until the network has sent them.
   struct OutgoingAnswer {
     platform::Completion sent;

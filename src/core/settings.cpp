@@ -94,6 +94,7 @@ Settings Settings::from_environment() {
   s.buffered_max = static_cast<std::size_t>(parse_integer("ARMCI_BUFFERED_MAX", 0, 8 * 1024));
   s.buffer_chunk = static_cast<std::size_t>(parse_integer("ARMCI_BUFFER_CHUNK", 4096, 64 * 1024));
   s.buffer_count = static_cast<std::size_t>(parse_integer("ARMCI_BUFFER_COUNT", 2, 32));
+  s.offload_min = static_cast<std::size_t>(parse_integer("ARMCI_OFFLOAD_MIN", 0, 16 * 1024));
   s.max_pending = static_cast<std::size_t>(parse_integer("ARMCI_MAX_PENDING", 1, 16384));
   s.aggregate_bytes = static_cast<std::size_t>(parse_integer("ARMCI_AGGREGATE_BYTES", 1024, 64 * 1024));
   s.aggregate_piece_max = static_cast<std::size_t>(parse_integer("ARMCI_AGGREGATE_PIECE_MAX", 0, 1024));
@@ -121,6 +122,7 @@ std::string Settings::describe() const {
       << "ARMCI_BUFFERED_MAX=" << buffered_max << "\n"
       << "ARMCI_BUFFER_CHUNK=" << buffer_chunk << "\n"
       << "ARMCI_BUFFER_COUNT=" << buffer_count << "\n"
+      << "ARMCI_OFFLOAD_MIN=" << offload_min << "\n"
       << "ARMCI_MAX_PENDING=" << max_pending << "\n"
       << "ARMCI_AGGREGATE_BYTES=" << aggregate_bytes << "\n"
       << "ARMCI_AGGREGATE_PIECE_MAX=" << aggregate_piece_max << "\n"

@@ -275,12 +275,12 @@ bool Runtime::use_buffered(const void* local, std::size_t bytes) const {
 }
 
 void Runtime::start_buffered(bool is_get, std::byte* user, std::uintptr_t remote, platform::RemoteKey key,
-                             std::size_t bytes, int proc, platform::Completion& completion) {
+                             std::size_t bytes, int proc, platform::Completion& completion, bool offload) {
   completion.pending.fetch_add(1, std::memory_order_relaxed);
   bool unfinished;
   {
     std::lock_guard guard(network_mutex_);
-    if (pool_free_.empty() && pool_memory_.empty()) {
+    if (!offload && pool_free_.empty() && pool_memory_.empty()) {
       // The pool is made on first use: jobs that never need it pay nothing.
       const std::size_t chunk = settings_.buffer_chunk;
       pool_memory_.resize(chunk * settings_.buffer_count + 4096);
@@ -295,11 +295,13 @@ void Runtime::start_buffered(bool is_get, std::byte* user, std::uintptr_t remote
     t.key = key;
     t.bytes = bytes;
     t.completion = &completion;
+    t.zero_copy = offload;
     buffered_active_.fetch_add(1);
     // The caller starts the first chunk moving; the rest is the helper's
     // (kicked below) while the application computes, or the caller's own
-    // when it waits.
-    advance_buffered(1);
+    // when it waits. An offloaded transfer is the helper's from the start:
+    // its first chunk would be a copy on this very core.
+    advance_buffered(offload ? 0 : 1);
     unfinished = !buffered_.empty();
   }
   // The rest of the pipeline is the helper's while the application computes.
@@ -320,18 +322,31 @@ int Runtime::advance_buffered(std::size_t new_chunks) {
         int expected = 0;
         t.completion->error.compare_exchange_strong(expected, error);
       }
-      if (t.is_get) std::memcpy(t.user + c.offset, pool + static_cast<std::size_t>(c.buffer) * chunk_size, c.length);
-      pool_free_.push_back(c.buffer);
+      if (c.buffer >= 0) {
+        if (t.is_get) std::memcpy(t.user + c.offset, pool + static_cast<std::size_t>(c.buffer) * chunk_size, c.length);
+        pool_free_.push_back(c.buffer);
+      }
       t.finished += c.length;
       t.chunks.pop_front();
       ++events;
     }
-    for (std::size_t started = 0; started < new_chunks && t.issued < t.bytes && !pool_free_.empty(); ++started) {
+    for (std::size_t started = 0; started < new_chunks && t.issued < t.bytes && (t.zero_copy || !pool_free_.empty());
+         ++started) {
       BufferedTransfer::Chunk& c = t.chunks.emplace_back();
-      c.buffer = pool_free_.back();
-      pool_free_.pop_back();
       c.offset = t.issued;
       c.length = std::min(chunk_size, t.bytes - t.issued);
+      if (t.zero_copy) {
+        platform::LocalSegment segment{t.user + c.offset, c.length};
+        if (t.is_get)
+          network_->get(t.peer, std::span(&segment, 1), t.remote + c.offset, t.key, c.done);
+        else
+          network_->put(t.peer, std::span(&segment, 1), t.remote + c.offset, t.key, c.done);
+        t.issued += c.length;
+        ++events;
+        continue;
+      }
+      c.buffer = pool_free_.back();
+      pool_free_.pop_back();
       std::byte* buffer = pool + static_cast<std::size_t>(c.buffer) * chunk_size;
       platform::LocalSegment segment{buffer, c.length};
       if (t.is_get) {
