@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Overlap, target-busy, aggregation and strided-protocol benchmarks over raw
+# verbs, in one run of the Soft-RoCE VM (../shared/rxe-vm), where the
+# network (rdma_rxe in the guest kernel) moves the data. Run from the build
+# directory after make:
+#   benchmarks/verbs_vm_overlap.sh
+# The VM emulates its CPU: absolute times are slow, percentages and ratios
+# are what to read. PART=overlap|busy|aggregate|strided runs one part.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+if [ -z "${RXE_VM:-}" ]; then
+  vm=${RXE_VM_SCRIPT:-$top/../shared/rxe-vm/run-in-rxe-vm.sh}
+  export RXE_VM_TIMEOUT=${RXE_VM_TIMEOUT:-1800}
+  exec "$vm" "$top/benchmarks/verbs_vm_overlap.sh" "$@"
+fi
+
+hostname armci-vm
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+part=${PART:-all}
+net=(-x ARMCI_SHM=0 -x ARMCI_NETWORK=verbs)
+run() { timeout 900 mpirun -np 2 --bind-to none "$@" 2>&1 | grep -v '^#' | sed '/^impl,/,$d'; }
+
+if [ "$part" = all ] || [ "$part" = overlap ]; then
+  for protocol in direct buffered; do
+    echo "=== overlap over verbs, ARMCI_PROTOCOL=$protocol, target idle"
+    run "${net[@]}" -x ARMCI_PROTOCOL=$protocol benchmarks/overlap_bench -o both -s 4K,16K,64K,256K,1M -r 5 -m 20
+  done
+  echo "=== overlap over verbs, direct, target busy"
+  run "${net[@]}" -x ARMCI_PROTOCOL=direct benchmarks/overlap_bench -o get -s 16K,256K,1M -r 5 -m 20 -t busy -T 300
+fi
+if [ "$part" = all ] || [ "$part" = busy ]; then
+  echo "=== target idle vs busy over verbs (direct)"
+  run "${net[@]}" benchmarks/target_busy -s 64K,256K,1M -r 5 -m 20 -T 300
+fi
+if [ "$part" = all ] || [ "$part" = aggregate ]; then
+  echo "=== 1000 puts/gets of 8 B over verbs: aggregate handle, separate Nb, blocking"
+  run "${net[@]}" benchmarks/aggregate_bench -r 7
+fi
+if [ "$part" = all ] || [ "$part" = strided ]; then
+  for protocol in direct buffered host; do
+    for target in idle busy; do
+      flag=""
+      [ "$target" = busy ] && flag="-b -T 300"
+      echo "=== strided over verbs, ARMCI_STRIDED_PROTOCOL=$protocol, target $target"
+      # shellcheck disable=SC2086
+      run "${net[@]}" -x ARMCI_STRIDED_PROTOCOL=$protocol benchmarks/strided_bench -r 5 -t 256K -p 8,64,512,4K,16K $flag
+    done
+  done
+fi
