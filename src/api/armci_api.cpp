@@ -162,7 +162,7 @@ int nonblocking(const char* call, Runtime& r, int proc, armci_hdl_t* handle, Sta
     set_handle(handle, static_cast<int>(id.index), id.generation);
   }
   start(request->completion, is_aggregate(handle) ? &request->batches : nullptr);
-  if (request->batches.empty() && r.test(call, request->completion)) {
+  if (request->batches.empty() && r.test(call, request->completion, false)) {
     r.requests().release(id);
     set_handle(handle, -1, 0);
   } else if (fresh) {

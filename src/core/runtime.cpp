@@ -1,6 +1,7 @@
 #include "src/core/runtime.hpp"
 
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -225,6 +226,33 @@ void Runtime::start_progress_thread() {
   kick_progress_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (stop_progress_ < 0 || kick_progress_ < 0) fail("ARMCI_Init", "eventfd for the helper thread failed");
   progress_thread_ = std::thread([this, wakeup] { helper_loop(wakeup); });
+  place_helper();
+}
+
+// Where the helper runs. The kernel tends to wake a thread on its waker's
+// core, which puts the helper on the application's own core just when it
+// should copy beside it (an offloaded transfer then takes as long as doing
+// it inline). When the process may use more than one CPU, the helper is
+// kept off the one the application thread runs on at start-up (it may
+// still move there; the application, unpinned, then moves away).
+void Runtime::place_helper() {
+  if (settings_.helper_cpu == -2) return;  // ARMCI_HELPER_CPU=none
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+  cpu_set_t chosen;
+  CPU_ZERO(&chosen);
+  if (settings_.helper_cpu >= 0) {
+    CPU_SET(settings_.helper_cpu, &chosen);
+  } else {
+    if (CPU_COUNT(&allowed) < 2) return;  // bound to one core: share it
+    chosen = allowed;
+    const int mine = sched_getcpu();
+    if (mine >= 0) CPU_CLR(mine, &chosen);
+  }
+  if (pthread_setaffinity_np(progress_thread_.native_handle(), sizeof chosen, &chosen) != 0 &&
+      settings_.verbose > 0)
+    std::fprintf(stderr, "armci: rank %d: could not place the helper thread\n", rank_);
 }
 
 // The helper serves the network while the application computes or sits in
@@ -252,7 +280,9 @@ void Runtime::helper_loop(int wakeup) {
     while (read(kick_progress_, &count, sizeof count) == sizeof count) {
     }
   };
-  auto serve_once = [this] { return network_->progress() + advance_background(); };
+  // One chunk per transfer at a time, the lock released in between: the
+  // application's own calls get through while the helper copies.
+  auto serve_once = [this] { return network_->progress() + advance_background(1); };
   std::uint64_t seen = application_progress_.load(std::memory_order_relaxed);
   for (;;) {
     const timespec step{step_ns / 1000000000, step_ns % 1000000000};
@@ -286,11 +316,14 @@ void Runtime::helper_loop(int wakeup) {
           if (application_progress_.load(std::memory_order_relaxed) != seen && buffered_active_.load() == 0) break;
         }
       }
+      for (;;) {
+        std::lock_guard guard(network_mutex_);
+        if (serve_once() == 0) break;
+      }
       bool armed;
       {
         std::lock_guard guard(network_mutex_);
-        while (serve_once() > 0) {
-        }
+        if (serve_once() > 0) continue;
         armed = network_->arm_wakeup();
       }
       if (!armed) continue;
@@ -767,8 +800,8 @@ void Runtime::wait(const char* call, platform::Completion& completion) {
     fail(call, "the network layer reported: %s", network_ ? network_->error_string(error).c_str() : "?");
 }
 
-bool Runtime::test(const char* call, platform::Completion& completion) {
-  if (!completion.done()) progress_network();
+bool Runtime::test(const char* call, platform::Completion& completion, bool advance_pipelines) {
+  if (!completion.done()) progress_network(advance_pipelines);
   if (!completion.done()) return false;
   if (int error = completion.error.load(); error != 0) [[unlikely]]
     fail(call, "the network layer reported: %s", network_ ? network_->error_string(error).c_str() : "?");

@@ -215,7 +215,10 @@ class Runtime {
   }
 
   void wait(const char* call, platform::Completion& completion);
-  bool test(const char* call, platform::Completion& completion);
+  // advance_pipelines=false: only the layer's own progress, leaving the
+  // chunks of buffered and offloaded transfers to the helper (right after
+  // a nonblocking call started them).
+  bool test(const char* call, platform::Completion& completion, bool advance_pipelines = true);
 
   platform::Completion& implicit_completion(int proc) { return implicit_[static_cast<std::size_t>(proc)]; }
   Requests& requests() { return requests_; }
@@ -286,9 +289,9 @@ class Runtime {
     buffers::RegistrationCache::Lease lease;  // released when the transfer ends
   };
   Exposure expose_local(const char* call, const void* address, std::size_t bytes);
-  int advance_background() {
+  int advance_background(std::size_t new_chunks = SIZE_MAX) {
     int events = 0;
-    if (buffered_active_.load(std::memory_order_relaxed) != 0) events += advance_buffered();
+    if (buffered_active_.load(std::memory_order_relaxed) != 0) events += advance_buffered(new_chunks);
     if (host_active_.load(std::memory_order_relaxed) != 0) events += advance_host_operations();
     return events;
   }
@@ -309,6 +312,7 @@ class Runtime {
   void print_info() const;
   void start_progress_thread();
   void helper_loop(int wakeup);
+  void place_helper();
   void stop_progress_thread();
 
   // Every call into the network layer holds network_mutex_: the progress
@@ -319,9 +323,16 @@ class Runtime {
     std::lock_guard guard(network_mutex_);
     return f(*network_);
   }
-  void progress_network() {
+  void progress_network(bool advance_pipelines = true) {
     if (!network_) return;
     application_progress_.fetch_add(1, std::memory_order_relaxed);  // tells the progress thread to keep off
+    if (!advance_pipelines) {
+      // Right after a nonblocking call: never wait for a helper that is
+      // busy copying chunks.
+      std::unique_lock lock(network_mutex_, std::try_to_lock);
+      if (lock) network_->progress();
+      return;
+    }
     std::lock_guard guard(network_mutex_);
     network_->progress();
     advance_background();

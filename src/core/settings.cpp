@@ -88,13 +88,18 @@ Settings Settings::from_environment() {
                           {HelperMode::block, HelperMode::spin, HelperMode::none},
                           thread ? HelperMode::block : HelperMode::none);
   s.helper_spin_us = parse_integer("ARMCI_HELPER_SPIN_US", 0, 50);
+  if (const char* cpu = std::getenv("ARMCI_HELPER_CPU"); cpu && *cpu) {
+    if (!std::strcmp(cpu, "auto")) s.helper_cpu = -1;
+    else if (!std::strcmp(cpu, "none")) s.helper_cpu = -2;
+    else s.helper_cpu = static_cast<int>(parse_integer("ARMCI_HELPER_CPU", 0, 0));
+  }
   s.protocol = parse_choice("ARMCI_PROTOCOL", {"auto", "direct", "buffered"},
                             {ProtocolChoice::automatic, ProtocolChoice::direct, ProtocolChoice::buffered},
                             ProtocolChoice::automatic);
   s.buffered_max = static_cast<std::size_t>(parse_integer("ARMCI_BUFFERED_MAX", 0, 8 * 1024));
   s.buffer_chunk = static_cast<std::size_t>(parse_integer("ARMCI_BUFFER_CHUNK", 4096, 64 * 1024));
   s.buffer_count = static_cast<std::size_t>(parse_integer("ARMCI_BUFFER_COUNT", 2, 32));
-  s.offload_min = static_cast<std::size_t>(parse_integer("ARMCI_OFFLOAD_MIN", 0, 16 * 1024));
+  s.offload_min = static_cast<std::size_t>(parse_integer("ARMCI_OFFLOAD_MIN", 0, 2 * 1024 * 1024));
   s.max_pending = static_cast<std::size_t>(parse_integer("ARMCI_MAX_PENDING", 1, 16384));
   s.aggregate_bytes = static_cast<std::size_t>(parse_integer("ARMCI_AGGREGATE_BYTES", 1024, 64 * 1024));
   s.aggregate_piece_max = static_cast<std::size_t>(parse_integer("ARMCI_AGGREGATE_PIECE_MAX", 0, 1024));
@@ -118,6 +123,7 @@ std::string Settings::describe() const {
       << "ARMCI_ACC_CHUNK=" << acc_chunk << "\n"
       << "ARMCI_HELPER=" << to_string(helper) << "\n"
       << "ARMCI_HELPER_SPIN_US=" << helper_spin_us << "\n"
+      << "ARMCI_HELPER_CPU=" << (helper_cpu == -1 ? std::string("auto") : helper_cpu == -2 ? std::string("none") : std::to_string(helper_cpu)) << "\n"
       << "ARMCI_PROTOCOL=" << to_string(protocol) << "\n"
       << "ARMCI_BUFFERED_MAX=" << buffered_max << "\n"
       << "ARMCI_BUFFER_CHUNK=" << buffer_chunk << "\n"

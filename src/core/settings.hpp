@@ -23,12 +23,13 @@ struct Settings {
   std::size_t acc_chunk = 64 * 1024;                 // ARMCI_ACC_CHUNK: bytes per Acc message
   HelperMode helper = HelperMode::block;             // ARMCI_HELPER (ARMCI_PROGRESS_THREAD=0: none)
   long helper_spin_us = 50;                          // ARMCI_HELPER_SPIN_US: spin before blocking
+  int helper_cpu = -1;                               // ARMCI_HELPER_CPU: -1 auto, -2 none, else a CPU
   long progress_idle_us = 200;                       // ARMCI_PROGRESS_IDLE_US
   ProtocolChoice protocol = ProtocolChoice::automatic;  // ARMCI_PROTOCOL
   std::size_t buffered_max = 8 * 1024;               // ARMCI_BUFFERED_MAX: automatic buffered up to here
   std::size_t buffer_chunk = 64 * 1024;              // ARMCI_BUFFER_CHUNK: bytes per pool buffer
   std::size_t buffer_count = 32;                     // ARMCI_BUFFER_COUNT: pool buffers
-  std::size_t offload_min = 16 * 1024;               // ARMCI_OFFLOAD_MIN: 0 turns offload off
+  std::size_t offload_min = 2 * 1024 * 1024;         // ARMCI_OFFLOAD_MIN: 0 turns offload off
   std::size_t max_pending = 16384;                   // ARMCI_MAX_PENDING: unfinished operations
   std::size_t aggregate_bytes = 64 * 1024;           // ARMCI_AGGREGATE_BYTES: one vector message
   std::size_t aggregate_piece_max = 1024;            // ARMCI_AGGREGATE_PIECE_MAX: larger pieces go alone
