@@ -5,7 +5,8 @@
 # directory after make:
 #   benchmarks/verbs_vm_overlap.sh
 # The VM emulates its CPU: absolute times are slow, percentages and ratios
-# are what to read. PART=overlap|busy|aggregate|strided runs one part.
+# are what to read. PART=overlap|busy|aggregate|strided runs one part;
+# STRIDED_PROTOCOLS and STRIDED_PIECES narrow the strided part.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 if [ -z "${RXE_VM:-}" ]; then
@@ -37,13 +38,13 @@ if [ "$part" = all ] || [ "$part" = aggregate ]; then
   run "${net[@]}" benchmarks/aggregate_bench -r 7
 fi
 if [ "$part" = all ] || [ "$part" = strided ]; then
-  for protocol in direct buffered host; do
-    for target in idle busy; do
+  for protocol in ${STRIDED_PROTOCOLS:-direct buffered host}; do
+    for target in ${STRIDED_TARGETS:-idle busy}; do
       flag=""
       [ "$target" = busy ] && flag="-b -T 300"
       echo "=== strided over verbs, ARMCI_STRIDED_PROTOCOL=$protocol, target $target"
       # shellcheck disable=SC2086
-      run "${net[@]}" -x ARMCI_STRIDED_PROTOCOL=$protocol benchmarks/strided_bench -r 5 -t 256K -p 8,64,512,4K,16K $flag
+      run "${net[@]}" -x ARMCI_STRIDED_PROTOCOL=$protocol benchmarks/strided_bench -r 5 -t 256K -p ${STRIDED_PIECES:-8,64,512,4K,16K} $flag
     done
   done
 fi

@@ -27,6 +27,12 @@ struct Capabilities {
   // layer that registers and caches on its own (UCX) says false, and the
   // core then leaves every transfer to it unless told otherwise.
   bool needs_local_registration = false;
+  // Who moves the data. A software device (rdma_rxe, siw) does it in the
+  // kernel on the posting CPU; UCX to a peer on the same host copies on the
+  // calling core (shared memory). Either way a transfer needs a core, and
+  // overlap needs it to be another one than the application's.
+  bool software_device = false;
+  bool copies_on_caller_same_host = false;
 };
 
 // Completion of one or more operations. The caller owns it and keeps it alive

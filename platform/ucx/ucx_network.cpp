@@ -310,6 +310,7 @@ UcxNetwork::UcxNetwork(int rank, int size) : rank_(rank), size_(size) {
   caps_.max_sge = 1;
   // ucp exposes no per-endpoint short-put threshold through its public API.
   caps_.max_inline = 0;
+  caps_.copies_on_caller_same_host = true;
   // Active messages fall back to rendezvous, so any size goes; this bound only
   // keeps arithmetic in the core far from overflow.
   caps_.max_message = std::size_t(1) << 40;

@@ -642,6 +642,12 @@ VerbsNetwork::VerbsNetwork(int rank, int size) : rank_(rank), size_(size) {
     dev_ = d.device;
     port_attr_ = d.port_attr;
     roce_ = port_attr_.link_layer == IBV_LINK_LAYER_ETHERNET;
+    {
+      // Soft-RoCE and soft-iWARP run the "device" in the kernel, on the CPU
+      // of whoever posts: the core then hands big transfers to its helper.
+      const std::string device_name = ibv_get_device_name(ctx_->device);
+      caps_.software_device = device_name.rfind("rxe", 0) == 0 || device_name.rfind("siw", 0) == 0;
+    }
     if (dev_.atomic_cap != IBV_ATOMIC_NONE) remote_access_ |= IBV_ACCESS_REMOTE_ATOMIC;
 
     // GID: RoCE needs one that routes (an IPv4-mapped RoCE v2 entry works

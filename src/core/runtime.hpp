@@ -270,9 +270,11 @@ class Runtime {
   // handed to the helper in chunks straight from the user's memory, so the
   // copy runs on the helper's core while the application computes.
   bool use_offload(int proc, std::size_t bytes) const {
-    return in_nonblocking_ && settings_.offload_min > 0 && bytes >= settings_.offload_min &&
-           progress_thread_.joinable() && same_host_[static_cast<std::size_t>(proc)] &&
-           !network_->capabilities().needs_local_registration;
+    if (!in_nonblocking_ || !progress_thread_.joinable()) return false;
+    const platform::Capabilities& caps = network_->capabilities();
+    if (caps.software_device) return bytes >= settings_.offload_min_software;
+    return caps.copies_on_caller_same_host && same_host_[static_cast<std::size_t>(proc)] &&
+           bytes >= settings_.offload_min;
   }
   // Moves every buffered transfer on: reaps finished chunks, starts up to
   // new_chunks more per transfer. network_mutex_ held.

@@ -99,7 +99,11 @@ Settings Settings::from_environment() {
   s.buffered_max = static_cast<std::size_t>(parse_integer("ARMCI_BUFFERED_MAX", 0, 8 * 1024));
   s.buffer_chunk = static_cast<std::size_t>(parse_integer("ARMCI_BUFFER_CHUNK", 4096, 64 * 1024));
   s.buffer_count = static_cast<std::size_t>(parse_integer("ARMCI_BUFFER_COUNT", 2, 32));
-  s.offload_min = static_cast<std::size_t>(parse_integer("ARMCI_OFFLOAD_MIN", 0, 2 * 1024 * 1024));
+  if (const char* off = std::getenv("ARMCI_OFFLOAD_MIN"); off && !std::strcmp(off, "off")) {
+    s.offload_min = s.offload_min_software = SIZE_MAX;
+  } else if (off && *off) {
+    s.offload_min = s.offload_min_software = static_cast<std::size_t>(parse_integer("ARMCI_OFFLOAD_MIN", 0, 0));
+  }
   s.max_pending = static_cast<std::size_t>(parse_integer("ARMCI_MAX_PENDING", 1, 16384));
   s.aggregate_bytes = static_cast<std::size_t>(parse_integer("ARMCI_AGGREGATE_BYTES", 1024, 64 * 1024));
   s.aggregate_piece_max = static_cast<std::size_t>(parse_integer("ARMCI_AGGREGATE_PIECE_MAX", 0, 1024));
@@ -128,7 +132,8 @@ std::string Settings::describe() const {
       << "ARMCI_BUFFERED_MAX=" << buffered_max << "\n"
       << "ARMCI_BUFFER_CHUNK=" << buffer_chunk << "\n"
       << "ARMCI_BUFFER_COUNT=" << buffer_count << "\n"
-      << "ARMCI_OFFLOAD_MIN=" << offload_min << "\n"
+      << "ARMCI_OFFLOAD_MIN=" << (offload_min == SIZE_MAX ? std::string("off") : std::to_string(offload_min))
+      << " (software verbs device: " << offload_min_software << ")\n"
       << "ARMCI_MAX_PENDING=" << max_pending << "\n"
       << "ARMCI_AGGREGATE_BYTES=" << aggregate_bytes << "\n"
       << "ARMCI_AGGREGATE_PIECE_MAX=" << aggregate_piece_max << "\n"
