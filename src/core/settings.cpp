@@ -111,7 +111,7 @@ Settings Settings::from_environment() {
                            {StridedChoice::automatic, StridedChoice::direct, StridedChoice::buffered,
                             StridedChoice::host},
                            StridedChoice::automatic);
-  s.strided_buffered_max = static_cast<std::size_t>(parse_integer("ARMCI_STRIDED_BUFFERED_MAX", 0, 512));
+  s.strided_buffered_max = static_cast<std::size_t>(parse_integer("ARMCI_STRIDED_BUFFERED_MAX", 0, 2048));
   s.strided_host_max = static_cast<std::size_t>(parse_integer("ARMCI_STRIDED_HOST_MAX", 0, 16 * 1024));
   s.progress_idle_us = parse_integer("ARMCI_PROGRESS_IDLE_US", 1, 200);
   if (s.progress_idle_us >= 1000000)

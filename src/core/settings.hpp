@@ -39,7 +39,7 @@ struct Settings {
   std::size_t aggregate_bytes = 64 * 1024;           // ARMCI_AGGREGATE_BYTES: one vector message
   std::size_t aggregate_piece_max = 1024;            // ARMCI_AGGREGATE_PIECE_MAX: larger pieces go alone
   StridedChoice strided = StridedChoice::automatic;  // ARMCI_STRIDED_PROTOCOL
-  std::size_t strided_buffered_max = 512;            // ARMCI_STRIDED_BUFFERED_MAX: piece size
+  std::size_t strided_buffered_max = 2048;           // ARMCI_STRIDED_BUFFERED_MAX: piece size
   std::size_t strided_host_max = 16 * 1024;          // ARMCI_STRIDED_HOST_MAX: piece size
 
   // Parses the environment; a malformed value is an error naming the variable.
