@@ -96,7 +96,7 @@ Settings Settings::from_environment() {
   s.protocol = parse_choice("ARMCI_PROTOCOL", {"auto", "direct", "buffered"},
                             {ProtocolChoice::automatic, ProtocolChoice::direct, ProtocolChoice::buffered},
                             ProtocolChoice::automatic);
-  s.buffered_max = static_cast<std::size_t>(parse_integer("ARMCI_BUFFERED_MAX", 0, 8 * 1024));
+  s.buffered_max = static_cast<std::size_t>(parse_integer("ARMCI_BUFFERED_MAX", 0, 0));
   s.buffer_chunk = static_cast<std::size_t>(parse_integer("ARMCI_BUFFER_CHUNK", 4096, 64 * 1024));
   s.buffer_count = static_cast<std::size_t>(parse_integer("ARMCI_BUFFER_COUNT", 2, 32));
   if (const char* off = std::getenv("ARMCI_OFFLOAD_MIN"); off && !std::strcmp(off, "off")) {

@@ -26,7 +26,7 @@ struct Settings {
   int helper_cpu = -1;                               // ARMCI_HELPER_CPU: -1 auto, -2 none, else a CPU
   long progress_idle_us = 200;                       // ARMCI_PROGRESS_IDLE_US
   ProtocolChoice protocol = ProtocolChoice::automatic;  // ARMCI_PROTOCOL
-  std::size_t buffered_max = 8 * 1024;               // ARMCI_BUFFERED_MAX: automatic buffered up to here
+  std::size_t buffered_max = 0;                      // ARMCI_BUFFERED_MAX: automatic buffered up to here
   std::size_t buffer_chunk = 64 * 1024;              // ARMCI_BUFFER_CHUNK: bytes per pool buffer
   std::size_t buffer_count = 32;                     // ARMCI_BUFFER_COUNT: pool buffers
   // ARMCI_OFFLOAD_MIN: from this size nonblocking transfers that need a
