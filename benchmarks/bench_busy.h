@@ -1,0 +1,108 @@
+/* The busy target shared by strided_bench and vector_columns: rank 1
+ * computes without calling the library while rank 0 measures, until rank 0
+ * puts a stop word into its memory. Include after bench_common.h. */
+#ifndef ARMCI_BENCH_BUSY_H
+#define ARMCI_BENCH_BUSY_H
+
+/* Control words in a small ARMCI_Malloc region of every rank; only rank 1's
+ * is used. Rank 0 puts the phase number into CTL_STOP; rank 1 stores what it
+ * computed during the phase at CTL_RESULT for rank 0 to get. */
+#define CTL_STOP 0     /* long: the last phase rank 1 may stop computing for */
+#define CTL_RESULT 64  /* double[3]: compute share, seconds, timed out (0/1) */
+#define CTL_BYTES 4096
+
+static double work[512]; /* 4 KiB of private data: stays in L1 */
+static volatile double sink;
+static long block_iters = 1000; /* iterations of compute_block in ~10 us */
+static double block_seconds = 10e-6; /* their measured time on an idle core */
+
+static void compute_block(long n) {
+  for (long i = 0; i < n; i++) {
+    double *w = &work[i & 511];
+    *w = *w * 0.9999999 + 1e-7;
+  }
+}
+
+/* Sizes a compute block to ~10 us (best of several tries: the machine is shared). */
+static void calibrate_compute(void) {
+  for (int i = 0; i < 512; i++) work[i] = 1.0 + i;
+  const long n = 200000; /* ~0.1 ms */
+  double best = 1e30;
+  for (int t = 0; t < 20; t++) {
+    double t0 = now();
+    compute_block(n);
+    double dt = now() - t0;
+    if (dt < best) best = dt;
+  }
+  block_iters = (long)(10e-6 / (best / (double)n));
+  if (block_iters < 16) block_iters = 16;
+  block_seconds = best / (double)n * (double)block_iters;
+  sink = work[7];
+}
+
+struct phase_ctl {
+  int busy;
+  double limit_s;
+  char **ctl; /* ARMCI_Malloc'd control regions, indexed by rank */
+  long *stop_src; /* ARMCI_Malloc_local: the source of the stop put */
+  long seq;
+  /* what rank 1 reported for the last phase (valid on rank 0 when busy) */
+  double tgt_share, tgt_seconds;
+  int tgt_timed_out, any_timed_out;
+};
+
+/* Rank 1 computes until rank 0's stop word reaches seq or limit_s passes. No
+ * library call in the loop, for ARMCI-MPI either: the load is a plain
+ * volatile read of the window's memory (no access epoch, which would be a
+ * library call), relying on a cache-coherent unified memory model. */
+static void busy_until(struct phase_ctl *pc, long seq) {
+  volatile long *stop = (volatile long *)(pc->ctl[me] + CTL_STOP);
+  const double t0 = now();
+  long blocks = 0;
+  int timed_out = 0;
+  while (*stop < seq) {
+    compute_block(block_iters);
+    blocks++;
+    if ((blocks & 255) == 0 && now() - t0 > pc->limit_s) {
+      timed_out = 1;
+      break;
+    }
+  }
+  const double elapsed = now() - t0;
+  sink = work[blocks & 511];
+  access_begin(pc->ctl[me]);
+  double *res = (double *)(pc->ctl[me] + CTL_RESULT);
+  res[0] = elapsed > 0 ? (double)blocks * block_seconds / elapsed : 0.0;
+  res[1] = elapsed;
+  res[2] = timed_out;
+  access_end(pc->ctl[me]);
+  if (timed_out)
+    fprintf(stderr, "%s (rank 1): busy target gave up after %.3g s without the stop word (phase %ld)\n",
+            BENCH_PROGRAM, pc->limit_s, seq);
+}
+
+static void phase_begin(struct phase_ctl *pc) {
+  ARMCI_Barrier();
+  pc->seq++;
+  if (pc->busy && me == 1) busy_until(pc, pc->seq);
+}
+
+static void phase_end(struct phase_ctl *pc) {
+  if (pc->busy && me == 0) {
+    *pc->stop_src = pc->seq;
+    if (ARMCI_Put(pc->stop_src, pc->ctl[1] + CTL_STOP, (int)sizeof(long), 1) != 0) die("stop put failed");
+    ARMCI_Fence(1);
+  }
+  ARMCI_Barrier();
+  if (pc->busy && me == 0) {
+    double res[3];
+    if (ARMCI_Get(pc->ctl[1] + CTL_RESULT, res, (int)sizeof res, 1) != 0) die("result get failed");
+    pc->tgt_share = res[0];
+    pc->tgt_seconds = res[1];
+    pc->tgt_timed_out = res[2] != 0.0;
+    pc->any_timed_out |= pc->tgt_timed_out;
+  }
+}
+
+
+#endif /* ARMCI_BENCH_BUSY_H */
