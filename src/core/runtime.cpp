@@ -431,6 +431,14 @@ void Runtime::print_info() const {
     }
     std::fprintf(stderr, "armci: info: aggregate handles: pieces up to %zu bytes packed, larger ones sent at once\n",
                  settings_.aggregate_piece_max);
+    if (!progress_thread_.joinable())
+      std::fprintf(stderr, "armci: info: offload to the helper: none (no helper thread)\n");
+    else if (caps.software_device)
+      std::fprintf(stderr, "armci: info: offload to the helper: nonblocking transfers from %zu bytes (software device)\n",
+                   settings_.offload_min_software);
+    else if (caps.copies_on_caller_same_host)
+      std::fprintf(stderr, "armci: info: offload to the helper: nonblocking transfers from %zu bytes to peers on this host\n",
+                   settings_.offload_min);
   }
   for (int n = 0; n < node_count(); ++n) {
     std::string members;
