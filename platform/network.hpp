@@ -84,6 +84,11 @@ class Network {
   virtual void set_peer_addresses(std::vector<std::vector<std::byte>> addresses) = 0;
 
   virtual MemoryHandle register_memory(void* address, std::size_t length) = 0;
+  // A registration for peers to reach this memory for a while (the origin
+  // side of a host-assisted transfer). Unlike register_memory it is never
+  // used for this process's own transfers: the caller deregisters it lazily,
+  // after the memory may already have been unmapped and mapped again.
+  virtual MemoryHandle expose_memory(void* address, std::size_t length) { return register_memory(address, length); }
   // Memory the layer allocates and registers itself, for when it reaches
   // such memory better than any other (UCX: peers on the same host attach
   // it, so their puts and gets need nothing from this process).

@@ -438,6 +438,7 @@ class VerbsNetwork final : public Network {
   void set_peer_addresses(std::vector<std::vector<std::byte>> addresses) override;
 
   MemoryHandle register_memory(void* address, std::size_t length) override;
+  MemoryHandle expose_memory(void* address, std::size_t length) override;
   void deregister_memory(MemoryHandle handle) override;
   std::vector<std::byte> pack_remote_key(MemoryHandle handle) override;
   RemoteKey unpack_remote_key(int peer, std::span<const std::byte> packed) override;
@@ -536,6 +537,9 @@ class VerbsNetwork final : public Network {
     complete(c, code);
   }
   const Registration* find_registration(const void* address, std::size_t length) const;
+  // local_lookup: whether this process's own transfers may use it (not for
+  // exposures, which may outlive their memory until deregistered).
+  MemoryHandle register_range(void* address, std::size_t length, bool local_lookup);
   void transfer(OpKind kind, int peer, std::span<const LocalSegment> local,
                 std::uint64_t remote_address, RemoteKey key, std::uint32_t imm,
                 Completion& completion);
@@ -935,7 +939,15 @@ Peer& VerbsNetwork::peer_at(int peer) {
 // --------------------------------------------------------------------------
 // memory
 
+MemoryHandle VerbsNetwork::expose_memory(void* address, std::size_t length) {
+  return register_range(address, length, false);
+}
+
 MemoryHandle VerbsNetwork::register_memory(void* address, std::size_t length) {
+  return register_range(address, length, true);
+}
+
+MemoryHandle VerbsNetwork::register_range(void* address, std::size_t length, bool local_lookup) {
   auto reg = std::make_unique<Registration>();
   reg->begin = reinterpret_cast<std::uintptr_t>(address);
   reg->end = reg->begin + length;
@@ -946,10 +958,12 @@ MemoryHandle VerbsNetwork::register_memory(void* address, std::size_t length) {
     if (reg->mr == nullptr) {
       fail_errno("ibv_reg_mr of " + std::to_string(length) + " bytes");
     }
-    auto at = std::upper_bound(regs_.begin(), regs_.end(), reg->begin,
-                               [](std::uintptr_t b, const Registration* r) { return b < r->begin; });
-    regs_.insert(at, reg.get());
-    max_reg_length_ = std::max(max_reg_length_, length);
+    if (local_lookup) {
+      auto at = std::upper_bound(regs_.begin(), regs_.end(), reg->begin,
+                                 [](std::uintptr_t b, const Registration* r) { return b < r->begin; });
+      regs_.insert(at, reg.get());
+      max_reg_length_ = std::max(max_reg_length_, length);
+    }
   }
   live_regs_.insert(reg.get());
   return MemoryHandle{reg.release()};

@@ -57,7 +57,7 @@ Runtime::Exposure Runtime::expose_local(const char* call, const void* address, s
         buffers::RegistrationCache::Callbacks{
             [this](void* at, std::size_t length) -> void* {
               try {
-                const platform::MemoryHandle handle = network_->register_memory(at, length);
+                const platform::MemoryHandle handle = network_->expose_memory(at, length);
                 exposure_keys_[handle.impl] = network_->pack_remote_key(handle);
                 return handle.impl;
               } catch (const std::exception&) {
