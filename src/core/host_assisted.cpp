@@ -96,6 +96,7 @@ void Runtime::start_host_strided(const char* call, bool is_get, void* local, con
   // The target reads or writes its pieces when the message arrives: puts of
   // ours still on the wire must be there first.
   order_after_puts(proc, true);
+  make_room_for_message(proc);
   completion.pending.fetch_add(1, std::memory_order_relaxed);  // the ack
   acks_pending_[static_cast<std::size_t>(proc)].fetch_add(1, std::memory_order_relaxed);
   // The key must outlive the send (UCX may read the payload until then):

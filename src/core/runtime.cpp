@@ -774,6 +774,7 @@ void Runtime::start_acc(const char* call, int datatype, const AccScale& scale, c
     header.bytes = piece;
     header.datatype = datatype;
     header.scale = scale;
+    make_room_for_message(proc);
     // One count for the ack, on top of the send's own local completion.
     completion.pending.fetch_add(1, std::memory_order_relaxed);
     acks_pending_[static_cast<std::size_t>(proc)].fetch_add(1, std::memory_order_relaxed);

@@ -253,7 +253,7 @@ class Runtime {
   void handle_vector_message(int source, bool is_acc, std::span<const std::byte> header,
                              std::span<const std::byte> payload);
   void handle_vector_get(int source, std::span<const std::byte> header, std::span<const std::byte> payload);
-  void handle_vector_answer(std::span<const std::byte> header, std::span<const std::byte> payload);
+  void handle_vector_answer(int source, std::span<const std::byte> header, std::span<const std::byte> payload);
   void send_ack(int source, std::uint64_t token);
   void handle_ack(int source, std::span<const std::byte> header);
   void batch_add(VectorBatch::Kind kind, int datatype, const AccScale& scale, const std::byte* local,
@@ -299,6 +299,17 @@ class Runtime {
   }
   // Buffered transfers still waiting for pool buffers are not on the wire
   // yet: a fence first lets them all go.
+  // Messages a target must answer or ack use its receive buffers until it
+  // has; past this many unanswered ones to one peer the origin waits (the
+  // verbs layer's shared receive queue has 256 buffers for every peer: two
+  // ranks flooding each other with a thousand requests each ended in
+  // receiver-not-ready retries that took minutes under Soft-RoCE).
+  static constexpr std::int64_t kMessagesInFlightPerPeer = 32;
+  void make_room_for_message(int proc) {
+    auto& pending = acks_pending_[static_cast<std::size_t>(proc)];
+    if (pending.load(std::memory_order_acquire) >= kMessagesInFlightPerPeer)
+      progress_until([&] { return pending.load(std::memory_order_acquire) < kMessagesInFlightPerPeer; });
+  }
   void finish_buffered() {
     if (buffered_active_.load() != 0) progress_until([&] { return buffered_active_.load() == 0; });
   }

@@ -53,8 +53,8 @@ void Runtime::install_vector_handlers() {
   network_->set_message_handler(wire::kVectorGet, [this](int source, auto header, auto payload) {
     handle_vector_get(source, header, payload);
   });
-  network_->set_message_handler(wire::kVectorAnswer, [this](int, auto header, auto payload) {
-    handle_vector_answer(header, payload);
+  network_->set_message_handler(wire::kVectorAnswer, [this](int source, auto header, auto payload) {
+    handle_vector_answer(source, header, payload);
   });
   network_->set_message_handler(wire::kHostPut, [this](int source, auto header, auto payload) {
     handle_host_request(source, false, header, payload);
@@ -121,8 +121,10 @@ void Runtime::send_batch(VectorBatch& batch, platform::Completion& completion) {
   header.scale = batch.scale;
   std::uint8_t id;
   std::span<const std::byte> payload;
+  make_room_for_message(proc);
   // One more count on the completion for the target's ack or answer.
   completion.pending.fetch_add(1, std::memory_order_relaxed);
+  acks_pending_[static_cast<std::size_t>(proc)].fetch_add(1, std::memory_order_relaxed);
   if (batch.kind == VectorBatch::Kind::get) {
     // A get must not overtake this origin's puts still on the wire.
     order_after_puts(proc, true);
@@ -137,7 +139,6 @@ void Runtime::send_batch(VectorBatch& batch, platform::Completion& completion) {
     header.token = reinterpret_cast<std::uintptr_t>(sent);
     id = batch.kind == VectorBatch::Kind::acc ? wire::kVectorAcc : wire::kVectorPut;
     payload = sent->payload;
-    acks_pending_[static_cast<std::size_t>(proc)].fetch_add(1, std::memory_order_relaxed);
   }
   with_network([&](platform::Network& net) {
     net.send_message(proc, id, std::as_bytes(std::span(&header, 1)), payload, completion);
@@ -225,7 +226,8 @@ void Runtime::handle_vector_get(int source, std::span<const std::byte> header_by
   answers_.push_back(std::move(answer));
 }
 
-void Runtime::handle_vector_answer(std::span<const std::byte> header_bytes, std::span<const std::byte> payload) {
+void Runtime::handle_vector_answer(int source, std::span<const std::byte> header_bytes,
+                                   std::span<const std::byte> payload) {
   const auto reply = read_record<wire::AckHeader>(header_bytes.data());
   auto* answer = reinterpret_cast<PendingAnswer*>(reply.token);
   if (payload.size() != answer->bytes)
@@ -236,6 +238,7 @@ void Runtime::handle_vector_answer(std::span<const std::byte> header_bytes, std:
     at += d.length;
   }
   answer->completion->pending.fetch_sub(1, std::memory_order_release);
+  acks_pending_[static_cast<std::size_t>(source)].fetch_sub(1, std::memory_order_release);
   delete answer;
 }
 
