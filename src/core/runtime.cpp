@@ -297,14 +297,10 @@ void Runtime::helper_loop(int wakeup) {
       continue;
     }
     step_ns = shortest_ns;
-    helper_serving_.store(true);
     for (;;) {
-      if (application_progress_.load(std::memory_order_relaxed) != seen && buffered_active_.load() == 0) {
-        helper_serving_.store(false);
-        // A kick skipped because we were still serving must not be lost.
-        if (buffered_active_.load() == 0) break;
-        helper_serving_.store(true);
-      }
+      // Back to stepping once the application drives the network itself and
+      // left no pipeline work (a later kick wakes the step at once).
+      if (application_progress_.load(std::memory_order_relaxed) != seen && buffered_active_.load() == 0) break;
       seen = application_progress_.load(std::memory_order_relaxed);
       if (spin) {
         // Spin-then-block: poll the network for a while before sleeping, a

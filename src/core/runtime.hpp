@@ -365,7 +365,6 @@ class Runtime {
   std::atomic<std::uint64_t> application_progress_{0};
   int stop_progress_ = -1;
   int kick_progress_ = -1;                       // eventfd: pipeline work for the helper
-  std::atomic<bool> helper_serving_{false};      // the helper is serving, no kick needed
   std::size_t batch_limit_ = 0;                  // bytes of one vector message
   // Buffered protocol: the pool and the transfers using it (network_mutex_).
   std::vector<std::byte> pool_memory_;
