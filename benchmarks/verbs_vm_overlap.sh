@@ -5,7 +5,7 @@
 # directory after make:
 #   benchmarks/verbs_vm_overlap.sh
 # The VM emulates its CPU: absolute times are slow, percentages and ratios
-# are what to read. PART=overlap|busy|aggregate|strided runs one part;
+# are what to read. PART=overlap|contig|busy|aggregate|strided runs one part;
 # STRIDED_PROTOCOLS and STRIDED_PIECES narrow the strided part.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,6 +28,15 @@ if [ "$part" = all ] || [ "$part" = overlap ]; then
   done
   echo "=== overlap over verbs, direct, target busy"
   run "${net[@]}" -x ARMCI_PROTOCOL=direct benchmarks/overlap_bench -o get -s 16K,256K,1M -r 5 -m 20 -t busy -T 300
+fi
+if [ "$part" = all ] || [ "$part" = contig ]; then
+  # Where the contiguous auto threshold comes from: the pipeline against
+  # direct (bounce buffers below 4 KiB, the registration cache above).
+  for protocol in direct buffered; do
+    echo "=== contig over verbs, ARMCI_PROTOCOL=$protocol"
+    timeout 900 mpirun -np 2 --bind-to none "${net[@]}" -x ARMCI_PROTOCOL=$protocol benchmarks/contig_bench \
+      -s 64K -o 0 -r 3 -t 20 2>&1 | grep -E '^==|^ +[0-9]'
+  done
 fi
 if [ "$part" = all ] || [ "$part" = busy ]; then
   echo "=== target idle vs busy over verbs (direct)"

@@ -127,11 +127,7 @@ void complete_handle(const char* call, Runtime& r, armci_hdl_t* h) {
 // vector messages being filled, or nullptr.
 template <typename Start>
 int nonblocking(const char* call, Runtime& r, int proc, armci_hdl_t* handle, Start start) {
-  struct Marked {  // lets the runtime offload what only a nonblocking call may
-    Runtime& r;
-    explicit Marked(Runtime& runtime) : r(runtime) { r.in_nonblocking_ = true; }
-    ~Marked() { r.in_nonblocking_ = false; }
-  } marked(r);
+  const Runtime::NonblockingScope nonblocking_call(r);
   if (handle == nullptr) {
     start(r.implicit_completion(proc), static_cast<armci::VectorBatches*>(nullptr));
     r.limit_implicit(proc);
@@ -584,49 +580,6 @@ void start_piece(const char* call, Runtime& r, Op op, const AccArgs* acc, std::b
   }
 }
 
-// Direct put/get pieces to a network peer: consecutive pieces that are
-// contiguous at the target leave as one operation with a local gather or
-// scatter list (up to the layer's SGE limit).
-class DirectRuns {
- public:
-  DirectRuns(const char* call, Runtime& r, Op op, int proc, Completion& c)
-      : call_(call), r_(r), op_(op), proc_(proc), c_(c), max_sge_(r.network_max_sge()) {}
-  ~DirectRuns() { flush(); }
-  void add(std::byte* local, std::byte* remote, std::size_t bytes) {
-    if (!run_.empty() && remote == remote_ + bytes_ && run_.size() < max_sge_) {
-      run_.push_back({local, bytes});
-      bytes_ += bytes;
-      return;
-    }
-    flush();
-    run_.push_back({local, bytes});
-    remote_ = remote;
-    bytes_ = bytes;
-  }
-  void flush() {
-    if (run_.empty()) return;
-    if (run_.size() == 1) {
-      if (op_ == Op::put) r_.start_put(call_, run_[0].address, remote_, bytes_, proc_, c_);
-      else r_.start_get(call_, remote_, run_[0].address, bytes_, proc_, c_);
-    } else if (op_ == Op::put) {
-      r_.start_put_segments(call_, run_, remote_, bytes_, proc_, c_);
-    } else {
-      r_.start_get_segments(call_, run_, remote_, bytes_, proc_, c_);
-    }
-    run_.clear();
-  }
-
- private:
-  const char* call_;
-  Runtime& r_;
-  Op op_;
-  int proc_;
-  Completion& c_;
-  std::size_t max_sge_;
-  std::vector<armci::platform::LocalSegment> run_;
-  std::byte* remote_ = nullptr;
-  std::size_t bytes_ = 0;
-};
 
 // Same node, put or get: the remote side is translated once and every piece
 // is a plain copy, so small pieces cost a few nanoseconds each.
@@ -691,12 +644,23 @@ void start_strided(const char* call, Runtime& r, Op op, const AccArgs* acc, void
   }
   if (protocol == Protocol::direct && op != Op::acc && aggregate == nullptr &&
       r.peer_kind(proc) == PeerKind::network) {
-    DirectRuns runs(call, r, op, proc, c);
+    // Direct: consecutive pieces contiguous at the target leave as one
+    // operation with a local gather (put) or scatter (get) list.
+    auto send_run = [&](std::span<const armci::platform::LocalSegment> run, std::uint64_t remote_address,
+                        std::size_t bytes) {
+      void* remote = reinterpret_cast<void*>(remote_address);
+      if (run.size() == 1 && op == Op::put) r.start_put(call, run[0].address, remote, bytes, proc, c);
+      else if (run.size() == 1) r.start_get(call, remote, run[0].address, bytes, proc, c);
+      else if (op == Op::put) r.start_put_segments(call, run, remote, bytes, proc, c);
+      else r.start_get_segments(call, run, remote, bytes, proc, c);
+    };
+    armci::strided::Runs<armci::platform::LocalSegment, decltype(send_run)> runs(r.network_max_sge(), send_run);
     armci::strided::for_each_piece(src_stride, dst_stride, count, levels,
                                    [&](std::int64_t so, std::int64_t dso, std::size_t bytes) {
-                                     if (op == Op::put) runs.add(s + so, d + dso, bytes);
-                                     else runs.add(d + dso, s + so, bytes);
+                                     if (op == Op::put) runs.add(s + so, reinterpret_cast<std::uintptr_t>(d + dso), bytes);
+                                     else runs.add(d + dso, reinterpret_cast<std::uintptr_t>(s + so), bytes);
                                    });
+    runs.finish();
     return;
   }
   const bool buffered = protocol == Protocol::buffered;

@@ -146,35 +146,23 @@ void Runtime::handle_host_request(int source, bool is_get, std::span<const std::
   // Runs of pieces contiguous on the origin's side become one transfer
   // with a gather (get: we write to the origin) or scatter (put: we read
   // from it) list of our pieces, cut at the device's SGE limit.
-  const std::size_t max_sge = network_->capabilities().max_sge;
-  std::vector<platform::LocalSegment> run;
-  std::uint64_t run_origin = 0, run_bytes = 0;
-  auto post_run = [&] {
-    if (run.empty()) return;
+  auto post = [&](std::span<const platform::LocalSegment> run, std::uint64_t origin, std::size_t) {
     if (is_get)
-      network_->put(source, run, run_origin, key, operation->done);
+      network_->put(source, run, origin, key, operation->done);
     else
-      network_->get(source, run, run_origin, key, operation->done);
-    run.clear();
-    run_bytes = 0;
+      network_->get(source, run, origin, key, operation->done);
   };
+  strided::Runs<platform::LocalSegment, decltype(post)> runs(network_->capabilities().max_sge, post);
   strided::for_each_piece(header.target_stride, header.origin_stride, header.count, header.levels,
                           [&](std::int64_t at_target, std::int64_t at_origin, std::size_t bytes) {
-                            const std::uint64_t origin = header.origin_base + static_cast<std::uint64_t>(at_origin);
-                            if (run.empty() || origin != run_origin + run_bytes || run.size() >= max_sge) {
-                              post_run();
-                              run_origin = origin;
-                            }
-                            run.push_back({mine + at_target, bytes});
-                            run_bytes += bytes;
+                            runs.add(mine + at_target, header.origin_base + static_cast<std::uint64_t>(at_origin),
+                                     bytes);
                           });
-  post_run();
+  runs.finish();
   if (is_get) {
     // Our writes land before the ack that follows them: no need to wait.
     network_->order(source);
-    wire::AckHeader ack{header.token, wire::kAckHost};
-    static platform::Completion acks_sent;
-    network_->send_message(source, wire::kAck, std::as_bytes(std::span(&ack, 1)), {}, acks_sent);
+    send_ack(source, header.token, wire::kAckHost);
     if (operation->done.done()) return;
   }
   // Reads from the origin (put) must finish before the origin may reuse its
@@ -192,11 +180,7 @@ int Runtime::advance_host_operations() {
     if (int error = operation.done.error.load(); error != 0)
       fail("ARMCI_PutS/GetS (host-assisted)", "serving rank %d: the network layer reported: %s", operation.source,
            network_->error_string(error).c_str());
-    if (operation.token != 0) {
-      wire::AckHeader ack{operation.token, wire::kAckHost};
-      static platform::Completion acks_sent;
-      network_->send_message(operation.source, wire::kAck, std::as_bytes(std::span(&ack, 1)), {}, acks_sent);
-    }
+    if (operation.token != 0) send_ack(operation.source, operation.token, wire::kAckHost);
     host_operations_.pop_front();
     host_active_.fetch_sub(1);
     ++events;

@@ -28,7 +28,7 @@ struct AccHeader {
 
 struct AckHeader {
   std::uint64_t token;
-  std::uint64_t kind;  // kAckCompletion or kAckBatch
+  std::uint64_t kind;  // what the token names: kAckCompletion, kAckBatch or kAckHost
 };
 constexpr std::uint64_t kAckCompletion = 0;  // token is a platform::Completion
 constexpr std::uint64_t kAckBatch = 1;       // token is a SentBatch

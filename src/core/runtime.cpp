@@ -796,7 +796,7 @@ void Runtime::handle_acc_message(int source, std::span<const std::byte> header_b
   apply_acc_locally(*control_local_[static_cast<std::size_t>(rank_)], header.datatype, header.scale,
                     region->local + (header.address - region->base), payload.data(), header.bytes,
                     header.address);
-  send_ack(source, header.token);
+  send_ack(source, header.token, wire::kAckCompletion);
 }
 
 void Runtime::wait(const char* call, platform::Completion& completion) {

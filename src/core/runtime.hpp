@@ -191,6 +191,19 @@ class Runtime {
   // Sends every batch of the list (then empties it).
   void send_batches(VectorBatches& batches, platform::Completion& completion);
 
+  // Held by the API around a nonblocking call: only those may leave their
+  // data to the helper (offload); a blocking call waits anyway.
+  class NonblockingScope {
+   public:
+    explicit NonblockingScope(Runtime& r) : r_(r) { r_.in_nonblocking_ = true; }
+    ~NonblockingScope() { r_.in_nonblocking_ = false; }
+    NonblockingScope(const NonblockingScope&) = delete;
+    NonblockingScope& operator=(const NonblockingScope&) = delete;
+
+   private:
+    Runtime& r_;
+  };
+
   // Nonblocking operations left unfinished: past max_pending the oldest is
   // completed, so the network's queues and buffers stay bounded however
   // many the application keeps in flight.
@@ -254,13 +267,13 @@ class Runtime {
                              std::span<const std::byte> payload);
   void handle_vector_get(int source, std::span<const std::byte> header, std::span<const std::byte> payload);
   void handle_vector_answer(int source, std::span<const std::byte> header, std::span<const std::byte> payload);
-  void send_ack(int source, std::uint64_t token);
+  // kind: what the token names at the origin (wire::kAck*).
+  void send_ack(int source, std::uint64_t token, std::uint64_t kind);
   void handle_ack(int source, std::span<const std::byte> header);
   void batch_add(VectorBatch::Kind kind, int datatype, const AccScale& scale, const std::byte* local,
                  std::uintptr_t remote, std::size_t bytes, int proc, platform::Completion& completion,
                  VectorBatches& batches);
   void send_batch(VectorBatch& batch, platform::Completion& completion);
-  std::size_t batch_limit() const { return batch_limit_; }
   // Buffered contiguous transfers.
   bool use_buffered(const void* local, std::size_t bytes) const;
   void start_buffered(bool is_get, std::byte* user, std::uintptr_t remote, platform::RemoteKey key,
@@ -374,11 +387,7 @@ class Runtime {
   std::atomic<int> buffered_active_{0};
   std::deque<Requests::Id> pending_;             // explicit requests, oldest first
   std::vector<std::uint8_t> same_host_;          // per rank: on this host
- public:
-  // Set by the API around nonblocking calls: only they are offloaded.
-  bool in_nonblocking_ = false;
-
- private:
+  bool in_nonblocking_ = false;  // see NonblockingScope
   // Answers to vector gets, kept until the network has sent them.
   struct OutgoingAnswer {
     platform::Completion sent;

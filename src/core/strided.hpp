@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <span>
+#include <vector>
 
 namespace armci::strided {
 
@@ -121,5 +123,40 @@ void for_each_piece(const int* src_stride, const int* dst_stride, const int* cou
     if (level > levels) return;
   }
 }
+
+// Groups pieces into runs for zero-copy transfers: consecutive pieces whose
+// far side is contiguous become one operation, the near side a gather or
+// scatter list of at most max_pieces entries (the layer's SGE limit).
+// flush(span of Segment, far start, bytes) is called once per run; call
+// finish() after the last piece. Segment is constructed from
+// (std::byte* address, std::size_t length).
+template <typename Segment, typename Flush>
+class Runs {
+ public:
+  Runs(std::size_t max_pieces, Flush flush) : max_pieces_(max_pieces), flush_(std::move(flush)) {}
+
+  void add(std::byte* near, std::uint64_t far, std::size_t bytes) {
+    if (run_.empty() || far != far_ + bytes_ || run_.size() >= max_pieces_) {
+      finish();
+      far_ = far;
+    }
+    run_.push_back(Segment{near, bytes});
+    bytes_ += bytes;
+  }
+
+  void finish() {
+    if (run_.empty()) return;
+    flush_(std::span<const Segment>(run_), far_, bytes_);
+    run_.clear();
+    bytes_ = 0;
+  }
+
+ private:
+  std::size_t max_pieces_;
+  Flush flush_;
+  std::vector<Segment> run_;
+  std::uint64_t far_ = 0;
+  std::size_t bytes_ = 0;
+};
 
 }  // namespace armci::strided

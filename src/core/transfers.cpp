@@ -154,11 +154,11 @@ void Runtime::send_batches(VectorBatches& batches, platform::Completion& complet
   batches.clear();
 }
 
-void Runtime::send_ack(int source, std::uint64_t token) {
+void Runtime::send_ack(int source, std::uint64_t token, std::uint64_t kind) {
   // The ack's own completion is not waited for: it is a small eager
   // message, and the layer keeps it until it is sent.
   static platform::Completion acks_sent;
-  wire::AckHeader ack{token, wire::kAckCompletion};
+  wire::AckHeader ack{token, kind};
   network_->send_message(source, wire::kAck, std::as_bytes(std::span(&ack, 1)), {}, acks_sent);
 }
 
@@ -189,9 +189,7 @@ void Runtime::handle_vector_message(int source, bool is_acc, std::span<const std
       std::memcpy(to, payload.data() + at, record.length);
     at += wire::padded(record.length);
   }
-  wire::AckHeader ack{header.token, wire::kAckBatch};
-  static platform::Completion acks_sent;
-  network_->send_message(source, wire::kAck, std::as_bytes(std::span(&ack, 1)), {}, acks_sent);
+  send_ack(source, header.token, wire::kAckBatch);
 }
 
 void Runtime::handle_vector_get(int source, std::span<const std::byte> header_bytes,

@@ -129,3 +129,39 @@ TEST(Strided, RejectsBadLayouts) {
   int big[] = {1 << 30, 2, 2, 2, 2, 2, 2, 2, 2};
   EXPECT_TRUE(check(huge, huge, big, 8, shape));  // extent overflows or overlaps: never accepted
 }
+
+namespace {
+struct RunPiece {
+  std::byte* address;
+  std::size_t length;
+};
+}  // namespace
+
+// Runs: pieces contiguous on the far side are grouped, at most max_pieces
+// per run, and every piece lands in exactly one run in order.
+TEST(StridedRuns, GroupsFarContiguousPiecesUpToTheLimit) {
+  std::byte local[64];
+  std::vector<std::vector<std::size_t>> lengths;
+  std::vector<std::uint64_t> starts, totals;
+  auto flush = [&](std::span<const RunPiece> run, std::uint64_t far, std::size_t bytes) {
+    std::vector<std::size_t> l;
+    for (const RunPiece& p : run) l.push_back(p.length);
+    lengths.push_back(l);
+    starts.push_back(far);
+    totals.push_back(bytes);
+  };
+  armci::strided::Runs<RunPiece, decltype(flush)> runs(3, flush);
+  runs.add(local, 1000, 4);       // run 1
+  runs.add(local + 8, 1004, 4);   //   contiguous far side
+  runs.add(local + 16, 1008, 2);  //   third: the limit
+  runs.add(local + 20, 1010, 2);  // run 2: limit reached
+  runs.add(local + 24, 2000, 1);  // run 3: far gap
+  runs.finish();
+  runs.finish();  // nothing left: no empty run
+  ASSERT_EQ(lengths.size(), 3u);
+  EXPECT_EQ(lengths[0], (std::vector<std::size_t>{4, 4, 2}));
+  EXPECT_EQ(lengths[1], (std::vector<std::size_t>{2}));
+  EXPECT_EQ(lengths[2], (std::vector<std::size_t>{1}));
+  EXPECT_EQ(starts, (std::vector<std::uint64_t>{1000, 1010, 2000}));
+  EXPECT_EQ(totals, (std::vector<std::uint64_t>{10, 2, 1}));
+}
