@@ -4,17 +4,17 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "src/core/barrier.hpp"
+#include "src/core/completion.hpp"
 #include "src/core/error.hpp"
-#include "src/core/runtime.hpp"
+#include "src/core/memory.hpp"
 #include "src/core/sync.hpp"
+#include "src/core/transfers.hpp"
 
 namespace armci {
 
 static_assert(sizeof(long) == 8, "ARMCI_FETCH_AND_ADD_LONG and ARMCI_SWAP_LONG assume a 64-bit long");
 static_assert(sizeof(int) == 4, "ARMCI_FETCH_AND_ADD and ARMCI_SWAP assume a 32-bit int");
-
-// Defined here, where Sync is complete.
-Runtime::~Runtime() = default;
 
 namespace {
 
@@ -27,20 +27,29 @@ std::atomic_ref<T> atomic_at(std::byte* p) {
 
 // ------------------------------------------------------------------ set-up
 
-Sync::Sync(Runtime& runtime) : rt_(runtime), network_(runtime.atomics_over_network()) {
-  const auto n = static_cast<std::size_t>(rt_.size());
+Sync::Sync(const Peers& peers, Memory& memory, Progress& progress, Completions& completions, Messages& messages,
+           Barrier& barrier, Transfers& transfers)
+    : peers_(peers),
+      memory_(memory),
+      progress_(progress),
+      completions_(completions),
+      messages_(messages),
+      barrier_(barrier),
+      transfers_(transfers),
+      network_(peers.has_network_peers()) {
+  const auto n = static_cast<std::size_t>(peers_.size());
   // [notify counters: one word per source rank][lock nodes], the same layout
   // at every rank.
   node_base_ = (n * sizeof(std::uint64_t) + 63) & ~std::size_t{63};
-  sync_ = rt_.collective_allocate(node_base_ + kLockSlots * sizeof(LockNode), true);
+  sync_ = memory_.collective_allocate(node_base_ + kLockSlots * sizeof(LockNode), true);
   notify_sent_.assign(n, 0);
   notify_waited_.assign(n, 0);
   for (int s = kLockSlots - 1; s >= 0; --s) free_slots_.push_back(s);
 }
 
 Sync::~Sync() {
-  if (mutexes_) rt_.free_allocation(*mutexes_);
-  if (sync_) rt_.free_allocation(*sync_);
+  if (mutexes_) memory_.free_allocation(*mutexes_);
+  if (sync_) memory_.free_allocation(*sync_);
 }
 
 Sync::Word Sync::word_at(const Allocation& allocation, int proc, std::size_t offset) const {
@@ -49,13 +58,7 @@ Sync::Word Sync::word_at(const Allocation& allocation, int proc, std::size_t off
   w.proc = proc;
   w.address = allocation.bases[i] + offset;
   w.key = allocation.keys[i];
-  void* base = nullptr;
-  switch (rt_.peer_kind(proc)) {
-    case PeerKind::self: base = allocation.own.address(); break;
-    case PeerKind::shared_memory: base = allocation.mapped[i].address(); break;
-    case PeerKind::network: break;
-  }
-  if (base != nullptr) w.local = static_cast<std::byte*>(base) + offset;
+  if (std::byte* base = allocation.local(peers_, proc)) w.local = base + offset;
   return w;
 }
 
@@ -64,7 +67,7 @@ Sync::Word Sync::user_word(const char* call, int proc, void* prem, std::size_t w
   if (address % width != 0) [[unlikely]]
     fail(call, "argument 'prem' (%p) is not %zu-byte aligned (an atomic %s at rank %d must be)", prem, width,
          width == sizeof(long) ? "long" : "int", proc);
-  const Region& region = rt_.find_region(call, "prem", proc, prem, width);
+  const Region& region = memory_.find_region(call, "prem", proc, prem, width);
   Word w;
   w.proc = proc;
   w.address = address;
@@ -92,11 +95,11 @@ std::uint64_t Sync::fetch_add64(const char* call, const Word& w, std::uint64_t v
   if (!network_) return atomic_at<std::uint64_t>(w.local).fetch_add(value);
   // Blocking operations to one target are seen in order: an earlier put
   // must not land after this.
-  rt_.order_after_puts(w.proc, false);
+  completions_.order_after_puts(w.proc, false);
   std::uint64_t old = 0;
   platform::Completion done;
-  rt_.with_network([&](platform::Network& net) { net.fetch_add(w.proc, w.address, w.key, value, &old, done); });
-  rt_.wait(call, done);
+  progress_.with_network([&](platform::Network& net) { net.fetch_add(w.proc, w.address, w.key, value, &old, done); });
+  completions_.wait(call, done);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   remember(w, old + value);
   return old;
@@ -108,13 +111,13 @@ std::uint64_t Sync::compare_swap64(const char* call, const Word& w, std::uint64_
     atomic_at<std::uint64_t>(w.local).compare_exchange_strong(expected, desired);
     return expected;  // the old value either way
   }
-  rt_.order_after_puts(w.proc, false);
+  completions_.order_after_puts(w.proc, false);
   std::uint64_t old = 0;
   platform::Completion done;
-  rt_.with_network([&](platform::Network& net) {
+  progress_.with_network([&](platform::Network& net) {
     net.compare_swap(w.proc, w.address, w.key, expected, desired, &old, done);
   });
-  rt_.wait(call, done);
+  completions_.wait(call, done);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   remember(w, old == expected ? desired : old);
   return old;
@@ -163,10 +166,10 @@ void Sync::store64(const char* call, const Word& w, std::uint64_t value) {
   std::uint64_t source = value;  // lives until the put completes locally
   platform::LocalSegment segment{&source, sizeof source};
   platform::Completion sent;
-  rt_.with_network([&](platform::Network& net) {
+  progress_.with_network([&](platform::Network& net) {
     net.put(w.proc, std::span(&segment, 1), w.address, w.key, sent);
   });
-  rt_.wait(call, sent);
+  completions_.wait(call, sent);
 }
 
 std::uint64_t Sync::load_own(std::size_t offset) const {
@@ -220,24 +223,23 @@ void Sync::put_flag(const char* call, const void* src, void* dst, std::size_t by
   // Both ranges are checked before anything moves.
   if (reinterpret_cast<std::uintptr_t>(flag) % alignof(int) != 0)
     fail(call, "argument 'flag' (%p) is not %zu-byte aligned", static_cast<void*>(flag), alignof(int));
-  const Region& flag_region = rt_.find_region(call, "flag", proc, flag, sizeof(int));
+  const Region& flag_region = memory_.find_region(call, "flag", proc, flag, sizeof(int));
   std::byte* flag_local =
       flag_region.local ? flag_region.local + (reinterpret_cast<std::uintptr_t>(flag) - flag_region.base) : nullptr;
-  if (bytes > 0) {  // start_put checks 'dst' before it writes
-    platform::Completion done;
-    rt_.start_put(call, src, dst, bytes, proc, done);
-    if (!done.done()) rt_.wait(call, done);
-  }
+  if (bytes > 0) put_blocking(call, src, dst, bytes, proc);  // checks 'dst' before it writes
   if (flag_local != nullptr) {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     atomic_at<int>(flag_local).store(value, std::memory_order_release);
     return;
   }
-  // start_put orders this put after the data's (puts to one target are
-  // ordered), so the flag cannot land first.
+  // Blocking puts to one target are ordered, so the flag cannot land first.
+  put_blocking(call, &value, flag, sizeof(int), proc);
+}
+
+void Sync::put_blocking(const char* call, const void* src, void* dst, std::size_t bytes, int proc) {
   platform::Completion done;
-  rt_.start_put(call, &value, flag, sizeof(int), proc, done);
-  if (!done.done()) rt_.wait(call, done);
+  transfers_.contiguous(Call{call, Op::put, Mode::blocking, proc, nullptr, done, nullptr}, src, dst, bytes);
+  if (!done.done()) completions_.wait(call, done);
 }
 
 int Sync::notify(const char* call, int proc) {
@@ -245,21 +247,21 @@ int Sync::notify(const char* call, int proc) {
   const std::uint64_t count = ++notify_sent_[p];
   // The notification must not overtake this rank's earlier operations to
   // proc: Accs still being applied there, puts not yet ordered.
-  if (rt_.peer_kind(proc) == PeerKind::network) {
-    rt_.progress_until([&] { return rt_.acks_pending_[p].load(std::memory_order_acquire) == 0; });
-    rt_.order_after_puts(proc, false);
+  if (peers_.reached_by_network(proc)) {
+    progress_.until([&] { return messages_.unanswered(proc) == 0; });
+    completions_.order_after_puts(proc, false);
   } else {
     std::atomic_thread_fence(std::memory_order_seq_cst);
   }
   // One writer per counter (this rank), so a store or put of the count does.
-  store64(call, word_at(*sync_, proc, notify_offset(rt_.rank())), count);
+  store64(call, word_at(*sync_, proc, notify_offset(peers_.rank())), count);
   return static_cast<int>(count);
 }
 
 int Sync::notify_wait(const char* call, int proc, int* pval) {
   const std::uint64_t want = ++notify_waited_[static_cast<std::size_t>(proc)];
   std::uint64_t got = 0;
-  rt_.progress_until([&] { return (got = load_own(notify_offset(proc))) >= want; });
+  progress_.until([&] { return (got = load_own(notify_offset(proc))) >= want; });
   if (pval != nullptr) *pval = static_cast<int>(want);
   return static_cast<int>(got);
 }

@@ -1,64 +1,69 @@
-// Strided transfers to network peers without a copy on either side:
-// direct runs (one network operation per range that is contiguous at the
-// target, gathering or scattering the local pieces) and the host-assisted
-// protocol, where the layout travels to the target and its helper posts the
-// gathers and scatters between its own pieces and the origin's memory.
-#include <algorithm>
+#include "src/core/host_assisted.hpp"
+
 #include <cstring>
 
+#include "src/core/completion.hpp"
 #include "src/core/error.hpp"
-#include "src/core/messages.hpp"
-#include "src/core/runtime.hpp"
+#include "src/core/memory.hpp"
 #include "src/core/strided.hpp"
+#include "src/core/wire.hpp"
 
 namespace armci {
 
 // What the origin keeps until the target's ack: the completion to count
 // down, and the cached registration its memory is exposed through.
-struct HostRequest {
+struct HostAssisted::Request {
   platform::Completion* completion;
   buffers::RegistrationCache::Lease lease;
 };
 
-void Runtime::start_put_segments(const char* call, std::span<const platform::LocalSegment> local, void* dst,
-                                 std::size_t bytes, int proc, platform::Completion& completion) {
-  const Region& region = find_region(call, "dst", proc, dst, bytes);
-  order_after_puts(proc, false);
-  with_network([&](platform::Network& net) {
-    net.put(proc, local, reinterpret_cast<std::uintptr_t>(dst), region.key, completion);
-  });
-  puts_unordered_[static_cast<std::size_t>(proc)] = 1;
+// What the target posted for one request: complete once its transfers are.
+struct HostAssisted::Operation {
+  platform::Completion done;
+  int source = -1;
+  std::uint64_t token = 0;  // the ack still owed, 0: none
+  MessageKind kind = 0;
+};
+
+HostAssisted::HostAssisted(Progress& progress, Messages& messages, const Memory& memory, Completions& completions)
+    : BackgroundWork(false), progress_(progress), messages_(messages), memory_(memory), completions_(completions) {
+  auto acked = [this](int, std::uint64_t token) { finish_request(token); };
+  put_kind_ = messages_.add(
+      "host-put", [this](int source, auto header, auto payload) { handle_request(source, false, header, payload); },
+      acked);
+  get_kind_ = messages_.add(
+      "host-get", [this](int source, auto header, auto payload) { handle_request(source, true, header, payload); },
+      acked);
 }
 
-void Runtime::start_get_segments(const char* call, std::span<const platform::LocalSegment> local, const void* src,
-                                 std::size_t bytes, int proc, platform::Completion& completion) {
-  const Region& region = find_region(call, "src", proc, src, bytes);
-  order_after_puts(proc, true);
-  with_network([&](platform::Network& net) {
-    net.get(proc, local, reinterpret_cast<std::uintptr_t>(src), region.key, completion);
-  });
+HostAssisted::~HostAssisted() = default;
+
+void HostAssisted::release_network_resources() {
+  operations_.clear();
+  for (auto& [id, key] : peer_keys_) progress_.network_locked().release_remote_key(key);
+  peer_keys_.clear();
+  exposure_cache_.reset();
 }
 
-Runtime::Exposure Runtime::expose_local(const char* call, const void* address, std::size_t bytes) {
+HostAssisted::Exposure HostAssisted::expose_local(const char* call, const void* address, std::size_t bytes) {
   Exposure exposure;
   // Memory of one of this rank's ARMCI_Malloc parts is registered already.
-  if (const Region* region = regions_.find_without_caching(rank_, reinterpret_cast<std::uintptr_t>(address), bytes)) {
-    auto found = allocations_.find(region->allocation);
-    if (found != allocations_.end() && !found->second->own_key.empty()) {
-      exposure.packed_key = found->second->own_key;
+  if (const Region* region = memory_.find_own(reinterpret_cast<std::uintptr_t>(address), bytes))
+    if (const std::vector<std::byte>* key = memory_.own_key(*region)) {
+      exposure.packed_key = *key;
       return exposure;
     }
-  }
   // Anything else through the exposure cache: registered once, retired by
   // the memory hooks when it is freed or unmapped.
-  std::lock_guard guard(network_mutex_);
+  std::lock_guard guard(progress_.mutex());
   if (!exposure_cache_) {
     exposure_cache_ = std::make_unique<buffers::RegistrationCache>(
         buffers::RegistrationCache::Callbacks{
             [this](void* at, std::size_t length) -> void* {
               try {
-                const platform::MemoryHandle handle = network_->expose_memory(at, length);
-                exposure_keys_[handle.impl] = network_->pack_remote_key(handle);
+                platform::Network& network = progress_.network_locked();
+                const platform::MemoryHandle handle = network.expose_memory(at, length);
+                exposure_keys_[handle.impl] = network.pack_remote_key(handle);
                 return handle.impl;
               } catch (const std::exception&) {
                 return nullptr;
@@ -66,7 +71,7 @@ Runtime::Exposure Runtime::expose_local(const char* call, const void* address, s
             },
             [this](void* registration) {
               exposure_keys_.erase(registration);
-              network_->deregister_memory(platform::MemoryHandle{registration});
+              progress_.network_locked().deregister_memory(platform::MemoryHandle{registration});
             }},
         std::size_t{1} << 30);
   }
@@ -77,9 +82,9 @@ Runtime::Exposure Runtime::expose_local(const char* call, const void* address, s
   return exposure;
 }
 
-void Runtime::start_host_strided(const char* call, bool is_get, void* local, const int* local_stride, void* remote,
-                                 const int* remote_stride, const int* count, int levels, int proc,
-                                 platform::Completion& completion) {
+void HostAssisted::start(const char* call, bool is_get, void* local, const int* local_stride, void* remote,
+                         const int* remote_stride, const int* count, int levels, int proc,
+                         platform::Completion& completion) {
   const std::int64_t local_extent = strided::extent(local_stride, count, levels);
   Exposure exposure = expose_local(call, local, static_cast<std::size_t>(local_extent));
   wire::HostHeader header{};
@@ -91,68 +96,66 @@ void Runtime::start_host_strided(const char* call, bool is_get, void* local, con
     header.target_stride[i] = remote_stride[i];
     header.origin_stride[i] = local_stride[i];
   }
-  auto* request = new HostRequest{&completion, exposure.lease};
+  auto* request = new Request{&completion, exposure.lease};
   header.token = reinterpret_cast<std::uintptr_t>(request);
   // The target reads or writes its pieces when the message arrives: puts of
   // ours still on the wire must be there first.
-  order_after_puts(proc, true);
-  make_room_for_message(proc);
+  completions_.order_after_puts(proc, true);
+  messages_.expect_answer(proc);
   completion.pending.fetch_add(1, std::memory_order_relaxed);  // the ack
-  acks_pending_[static_cast<std::size_t>(proc)].fetch_add(1, std::memory_order_relaxed);
   // The key must outlive the send (UCX may read the payload until then):
   // it stays with the request until the ack.
-  with_network([&](platform::Network& net) {
-    const auto& packed = host_payloads_.emplace(request, std::move(exposure.packed_key)).first->second;
-    net.send_message(proc, is_get ? wire::kHostGet : wire::kHostPut, std::as_bytes(std::span(&header, 1)), packed,
-                     completion);
+  progress_.with_network([&](platform::Network& net) {
+    const auto& packed = payloads_.emplace(request, std::move(exposure.packed_key)).first->second;
+    net.send_message(proc, is_get ? get_kind_ : put_kind_, std::as_bytes(std::span(&header, 1)), packed, completion);
   });
 }
 
-platform::RemoteKey Runtime::host_key(int source, std::span<const std::byte> packed) {
+platform::RemoteKey HostAssisted::peer_key(int source, std::span<const std::byte> packed) {
   auto key = std::make_pair(source, std::vector<std::byte>(packed.begin(), packed.end()));
-  if (auto found = host_keys_.find(key); found != host_keys_.end()) return found->second;
-  if (host_keys_.size() >= 4096) {
+  if (auto found = peer_keys_.find(key); found != peer_keys_.end()) return found->second;
+  platform::Network& network = progress_.network_locked();
+  if (peer_keys_.size() >= 4096) {
     // Keys of registrations long gone: start again rather than grow.
-    for (auto& [id, k] : host_keys_) network_->release_remote_key(k);
-    host_keys_.clear();
+    for (auto& [id, k] : peer_keys_) network.release_remote_key(k);
+    peer_keys_.clear();
   }
-  platform::RemoteKey unpacked = network_->unpack_remote_key(source, packed);
-  host_keys_.emplace(std::move(key), unpacked);
+  platform::RemoteKey unpacked = network.unpack_remote_key(source, packed);
+  peer_keys_.emplace(std::move(key), unpacked);
   return unpacked;
 }
 
-void Runtime::handle_host_request(int source, bool is_get, std::span<const std::byte> header_bytes,
+void HostAssisted::handle_request(int source, bool is_get, std::span<const std::byte> header_bytes,
                                   std::span<const std::byte> payload) {
   const char* call = is_get ? "ARMCI_GetS (host-assisted)" : "ARMCI_PutS (host-assisted)";
-  wire::HostHeader header;
-  std::memcpy(&header, header_bytes.data(), sizeof header);
+  const auto header = wire::read<wire::HostHeader>(header_bytes.data());
   if (header.levels < 0 || header.levels > strided::kMaxLevels)
     fail(call, "a request from rank %d has %d stride levels", source, header.levels);
   strided::Shape shape;
   if (strided::check(header.origin_stride, header.target_stride, header.count, header.levels, shape))
     fail(call, "a request from rank %d carries a layout that does not check", source);
-  const Region* region = regions_.find_without_caching(rank_, header.target_base,
-                                                       static_cast<std::size_t>(shape.dst_extent));
+  const Region* region = memory_.find_own(header.target_base, static_cast<std::size_t>(shape.dst_extent));
   if (region == nullptr || region->local == nullptr)
     fail(call, "argument '%s' of a request from rank %d (0x%llx, %lld bytes) is not inside any ARMCI_Malloc "
                "region of rank %d",
          is_get ? "src_ptr" : "dst_ptr", source, static_cast<unsigned long long>(header.target_base),
-         static_cast<long long>(shape.dst_extent), rank_);
-  const platform::RemoteKey key = host_key(source, payload);
-  auto operation = std::make_unique<HostOperation>();
+         static_cast<long long>(shape.dst_extent), error_rank());
+  platform::Network& network = progress_.network_locked();
+  const platform::RemoteKey key = peer_key(source, payload);
+  auto operation = std::make_unique<Operation>();
   operation->source = source;
-  operation->token = header.token;
+  operation->kind = is_get ? get_kind_ : put_kind_;
   std::byte* mine = region->local + (header.target_base - region->base);
   // Runs of pieces contiguous on the origin's side become one transfer
   // with a gather (get: we write to the origin) or scatter (put: we read
   // from it) list of our pieces, cut at the device's SGE limit.
   auto post = [&](std::span<const platform::LocalSegment> run, std::uint64_t origin, std::size_t) {
     if (is_get)
-      network_->put(source, run, origin, key, operation->done);
+      network.put(source, run, origin, key, operation->done);
     else
-      network_->get(source, run, origin, key, operation->done);
+      network.get(source, run, origin, key, operation->done);
   };
-  strided::Runs<platform::LocalSegment, decltype(post)> runs(network_->capabilities().max_sge, post);
+  strided::Runs<platform::LocalSegment, decltype(post)> runs(network.capabilities().max_sge, post);
   strided::for_each_piece(header.target_stride, header.origin_stride, header.count, header.levels,
                           [&](std::int64_t at_target, std::int64_t at_origin, std::size_t bytes) {
                             runs.add(mine + at_target, header.origin_base + static_cast<std::uint64_t>(at_origin),
@@ -161,37 +164,37 @@ void Runtime::handle_host_request(int source, bool is_get, std::span<const std::
   runs.finish();
   if (is_get) {
     // Our writes land before the ack that follows them: no need to wait.
-    network_->order(source);
-    send_ack(source, header.token, wire::kAckHost);
+    network.order(source);
+    messages_.send_ack(source, operation->kind, header.token);
     if (operation->done.done()) return;
   }
   // Reads from the origin (put) must finish before the origin may reuse its
   // memory, and our own records must outlive what we posted: the ack (or
   // just the record) waits here, polled by progress, never blocking.
   operation->token = is_get ? 0 : header.token;
-  host_operations_.push_back(std::move(operation));
-  host_active_.fetch_add(1);
+  operations_.push_back(std::move(operation));
+  active_.fetch_add(1);
 }
 
-int Runtime::advance_host_operations() {
+int HostAssisted::advance(std::size_t) {
   int events = 0;
-  while (!host_operations_.empty() && host_operations_.front()->done.done()) {
-    HostOperation& operation = *host_operations_.front();
+  while (!operations_.empty() && operations_.front()->done.done()) {
+    Operation& operation = *operations_.front();
     if (int error = operation.done.error.load(); error != 0)
       fail("ARMCI_PutS/GetS (host-assisted)", "serving rank %d: the network layer reported: %s", operation.source,
-           network_->error_string(error).c_str());
-    if (operation.token != 0) send_ack(operation.source, operation.token, wire::kAckHost);
-    host_operations_.pop_front();
-    host_active_.fetch_sub(1);
+           progress_.network_locked().error_string(error).c_str());
+    if (operation.token != 0) messages_.send_ack(operation.source, operation.kind, operation.token);
+    operations_.pop_front();
+    active_.fetch_sub(1);
     ++events;
   }
   return events;
 }
 
-void Runtime::finish_host_request(std::uint64_t token) {
-  auto* request = reinterpret_cast<HostRequest*>(token);
+void HostAssisted::finish_request(std::uint64_t token) {
+  auto* request = reinterpret_cast<Request*>(token);
   if (request->lease) exposure_cache_->release(request->lease);
-  host_payloads_.erase(request);
+  payloads_.erase(request);
   request->completion->pending.fetch_sub(1, std::memory_order_release);
   delete request;
 }

@@ -1,65 +1,87 @@
-// The control messages the runtime exchanges with its peers' helpers, and
-// their wire records. Internal to src/core.
+// Messages: the registry of control-message kinds, the acks that come back
+// for them, and the flow control that bounds unanswered messages per peer.
+// A part (or a later layer: collectives, groups, windows) registers its own
+// kind with a handler and, when its messages are acked, an ack handler; no
+// central enum lists them. Ids are handed out in registration order, so
+// every rank must register the same kinds in the same order (parts do so at
+// start-up; a later layer, in its collective creation call).
+//
+// Owns: the kinds, the ack kind, the per-peer count of messages waiting for
+// an ack or an answer.
+// Called by: the parts and protocols that send messages (vector messages,
+// Acc, host-assisted), completion (a fence waits until nothing to a peer is
+// unanswered), Sync (notify must not overtake earlier Accs).
 #pragma once
 
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
 
-#include "src/core/acc.hpp"
+#include "platform/network.hpp"
+#include "src/core/progress.hpp"
 
-namespace armci::wire {
+namespace armci {
 
-constexpr std::uint8_t kAcc = 1;         // AccHeader + the data
-constexpr std::uint8_t kAck = 2;         // AckHeader
-constexpr std::uint8_t kVectorPut = 3;   // VectorHeader + records with data
-constexpr std::uint8_t kVectorAcc = 4;   // VectorHeader + records with data
-constexpr std::uint8_t kVectorGet = 5;   // VectorHeader + records
-constexpr std::uint8_t kVectorAnswer = 6;  // AckHeader + the gathered data
-constexpr std::uint8_t kHostPut = 7;     // HostHeader + the origin's packed key
-constexpr std::uint8_t kHostGet = 8;     // HostHeader + the origin's packed key
+using MessageKind = std::uint8_t;
 
-struct AccHeader {
-  std::uint64_t address;
-  std::uint64_t token;  // the origin's Completion, handed back in the ack
-  std::uint64_t bytes;
-  std::int32_t datatype;
-  std::int32_t reserved;
-  AccScale scale;
+class Messages {
+ public:
+  // Runs inside progress (network mutex held). `payload` is valid only
+  // during the call.
+  using Handler = std::function<void(int source, std::span<const std::byte> header,
+                                     std::span<const std::byte> payload)>;
+  // The target acked a message of this kind carrying `token`.
+  using AckHandler = std::function<void(int source, std::uint64_t token)>;
+
+  Messages(Progress& progress, int size);
+
+  // Registers a kind; with on_ack, the target's send_ack(kind, token) comes
+  // back to it. Collective in effect (same order at every rank).
+  MessageKind add(std::string name, Handler handler, AckHandler on_ack = {});
+  const std::string& name(MessageKind kind) const { return kinds_.at(kind).name; }
+
+  // Origin: a message to proc that will be acked or answered. Past
+  // kInFlightPerPeer unanswered ones the caller progresses until the
+  // target has answered some (its receive buffers are shared by all peers).
+  void expect_answer(int proc) {
+    auto& pending = unanswered_[static_cast<std::size_t>(proc)];
+    if (pending.load(std::memory_order_acquire) >= kInFlightPerPeer)
+      progress_.until([&] { return pending.load(std::memory_order_acquire) < kInFlightPerPeer; });
+    pending.fetch_add(1, std::memory_order_relaxed);
+  }
+  // The answer to one of those came in (ack handlers are counted here
+  // already; an answer kind calls this itself).
+  void answered(int proc) { unanswered_[static_cast<std::size_t>(proc)].fetch_sub(1, std::memory_order_release); }
+  std::int64_t unanswered(int proc) const {
+    return unanswered_[static_cast<std::size_t>(proc)].load(std::memory_order_acquire);
+  }
+
+  // Target, inside a handler or background work (network mutex held).
+  void send_ack(int source, MessageKind kind, std::uint64_t token);
+
+  // Messages a target must answer or ack use its receive buffers until it
+  // has; past this many unanswered ones to one peer the origin waits (the
+  // verbs layer's shared receive queue has 256 buffers for every peer: two
+  // ranks flooding each other with a thousand requests each ended in
+  // receiver-not-ready retries that took minutes under Soft-RoCE).
+  static constexpr std::int64_t kInFlightPerPeer = 32;
+
+ private:
+  struct Kind {
+    std::string name;
+    AckHandler on_ack;
+  };
+  void handle_ack(int source, std::span<const std::byte> header);
+
+  Progress& progress_;
+  std::vector<Kind> kinds_;  // index = id
+  MessageKind ack_ = 0;
+  std::unique_ptr<std::atomic<std::int64_t>[]> unanswered_;
 };
 
-struct AckHeader {
-  std::uint64_t token;
-  std::uint64_t kind;  // what the token names: kAckCompletion, kAckBatch or kAckHost
-};
-constexpr std::uint64_t kAckCompletion = 0;  // token is a platform::Completion
-constexpr std::uint64_t kAckBatch = 1;       // token is a SentBatch
-constexpr std::uint64_t kAckHost = 2;        // token is a HostRequest
-
-struct VectorHeader {
-  std::uint64_t token;
-  std::uint32_t count;
-  std::int32_t datatype;
-  AccScale scale;
-};
-
-// A host-assisted strided transfer: the layout on both sides, so the
-// target's helper can post the gathers and scatters itself.
-struct HostHeader {
-  std::uint64_t token;
-  std::uint64_t target_base;  // the target's side, in its address space
-  std::uint64_t origin_base;  // the origin's side, reached with the key
-  std::int32_t levels;
-  std::int32_t count[9];
-  std::int32_t target_stride[8];
-  std::int32_t origin_stride[8];
-};
-
-// One piece of a vector message; for put and acc its data follows, padded
-// to a multiple of 8 bytes.
-struct PieceRecord {
-  std::uint64_t address;
-  std::uint64_t length;
-};
-
-constexpr std::size_t padded(std::size_t n) { return (n + 7) & ~std::size_t{7}; }
-
-}  // namespace armci::wire
+}  // namespace armci

@@ -16,8 +16,10 @@
 #include <atomic>
 #include <cstddef>
 
+#include "src/core/barrier.hpp"
+#include "src/core/completion.hpp"
 #include "src/core/error.hpp"
-#include "src/core/runtime.hpp"
+#include "src/core/memory.hpp"
 #include "src/core/sync.hpp"
 
 namespace armci {
@@ -46,7 +48,7 @@ void Sync::create_mutexes(const char* call, int count) {
   try {
     // Zero-filled: every mutex starts free. The allocation's barrier means
     // no rank locks before every home has its tails.
-    mutexes_ = rt_.collective_allocate(static_cast<std::size_t>(count) * sizeof(std::uint64_t), true);
+    mutexes_ = memory_.collective_allocate(static_cast<std::size_t>(count) * sizeof(std::uint64_t), true);
   } catch (const std::exception& e) {
     fail(call, "allocating %d mutexes failed: %s", count, e.what());
   }
@@ -60,8 +62,9 @@ void Sync::destroy_mutexes(const char* call) {
          static_cast<int>(key & 0xffffffffu), static_cast<int>(key >> 32));
   }
   // Nobody may still be working on a tail here when it goes.
-  rt_.barrier();
-  rt_.free_allocation(*mutexes_);
+  completions_.all_fence();
+  barrier_.wait();
+  memory_.free_allocation(*mutexes_);
   mutexes_.reset();
 }
 
@@ -70,14 +73,7 @@ void Sync::complete_outstanding_writes() {
   // can read it: flush when any put or Acc to a network peer may still be
   // on its way. (Same-node writes are complete when they return, and the
   // release of the tail or of the grant orders them.)
-  if (!rt_.network_) return;
-  for (int r = 0; r < rt_.size(); ++r) {
-    const auto i = static_cast<std::size_t>(r);
-    if (rt_.puts_unordered_[i] || rt_.acks_pending_[i].load(std::memory_order_acquire) != 0) {
-      rt_.all_fence();
-      return;
-    }
-  }
+  if (completions_.writes_outstanding()) completions_.all_fence();
 }
 
 void Sync::lock(const char* call, int mutex, int proc) {
@@ -94,24 +90,24 @@ void Sync::lock(const char* call, int mutex, int proc) {
   const int slot = free_slots_.back();
   free_slots_.pop_back();
 
-  const Word mine = word_at(*sync_, rt_.rank(), node_offset(slot));
+  const Word mine = word_at(*sync_, peers_.rank(), node_offset(slot));
   node_word(mine.local, offsetof(LockNode, next)).store(0, std::memory_order_relaxed);
   node_word(mine.local, offsetof(LockNode, granted_wait)).store(1, std::memory_order_relaxed);
   // The node is ready before anyone can find it through the tail (a CPU
   // exchange orders this itself; a network operation needs the fence).
   if (network_) std::atomic_thread_fence(std::memory_order_seq_cst);
 
-  const std::uint64_t me = encode_waiter(rt_.rank(), slot);
+  const std::uint64_t me = encode_waiter(peers_.rank(), slot);
   const std::uint64_t previous = swap64(call, word_at(*mutexes_, proc, static_cast<std::size_t>(mutex) * 8), me);
   if (previous != 0) {
     const int holder = waiter_rank(previous);
     const int holder_slot = waiter_slot(previous);
-    if (holder < 0 || holder >= rt_.size() || holder_slot >= kLockSlots || holder == rt_.rank())
+    if (holder < 0 || holder >= peers_.size() || holder_slot >= kLockSlots || holder == peers_.rank())
       fail(call, "mutex %d of rank %d is corrupt (its queue names rank %d, slot %d)", mutex, proc, holder,
            holder_slot);
     store64(call, word_at(*sync_, holder, node_offset(holder_slot) + offsetof(LockNode, next)), me);
     auto granted = node_word(mine.local, offsetof(LockNode, granted_wait));
-    rt_.progress_until([&] { return granted.load(std::memory_order_acquire) == 0; });
+    progress_.until([&] { return granted.load(std::memory_order_acquire) == 0; });
   }
   if (network_) std::atomic_thread_fence(std::memory_order_seq_cst);
   held_.push_back({key, slot});
@@ -127,20 +123,20 @@ void Sync::unlock(const char* call, int mutex, int proc) {
   const int slot = found->slot;
 
   complete_outstanding_writes();
-  const Word mine = word_at(*sync_, rt_.rank(), node_offset(slot));
+  const Word mine = word_at(*sync_, peers_.rank(), node_offset(slot));
   auto next_word = node_word(mine.local, offsetof(LockNode, next));
   std::uint64_t next = next_word.load(std::memory_order_acquire);
   if (next == 0) {
-    const std::uint64_t me = encode_waiter(rt_.rank(), slot);
+    const std::uint64_t me = encode_waiter(peers_.rank(), slot);
     if (compare_swap64(call, word_at(*mutexes_, proc, static_cast<std::size_t>(mutex) * 8), me, 0) != me) {
       // A successor swapped itself in and is about to link: wait for it.
-      rt_.progress_until([&] { return (next = next_word.load(std::memory_order_acquire)) != 0; });
+      progress_.until([&] { return (next = next_word.load(std::memory_order_acquire)) != 0; });
     }
   }
   if (next != 0) {
     const int successor = waiter_rank(next);
     const int successor_slot = waiter_slot(next);
-    if (successor < 0 || successor >= rt_.size() || successor_slot >= kLockSlots)
+    if (successor < 0 || successor >= peers_.size() || successor_slot >= kLockSlots)
       fail(call, "mutex %d of rank %d is corrupt (its queue names rank %d, slot %d)", mutex, proc, successor,
            successor_slot);
     store64(call, word_at(*sync_, successor, node_offset(successor_slot) + offsetof(LockNode, granted_wait)), 0);

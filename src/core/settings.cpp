@@ -89,8 +89,8 @@ Settings Settings::from_environment() {
                           thread ? HelperMode::block : HelperMode::none);
   s.helper_spin_us = parse_integer("ARMCI_HELPER_SPIN_US", 0, 50);
   if (const char* cpu = std::getenv("ARMCI_HELPER_CPU"); cpu && *cpu) {
-    if (!std::strcmp(cpu, "auto")) s.helper_cpu = -1;
-    else if (!std::strcmp(cpu, "none")) s.helper_cpu = -2;
+    if (!std::strcmp(cpu, "auto")) s.helper_cpu = kHelperCpuAuto;
+    else if (!std::strcmp(cpu, "none")) s.helper_cpu = kHelperCpuNone;
     else s.helper_cpu = static_cast<int>(parse_integer("ARMCI_HELPER_CPU", 0, 0));
   }
   s.protocol = parse_choice("ARMCI_PROTOCOL", {"auto", "direct", "buffered"},
@@ -127,7 +127,7 @@ std::string Settings::describe() const {
       << "ARMCI_ACC_CHUNK=" << acc_chunk << "\n"
       << "ARMCI_HELPER=" << to_string(helper) << "\n"
       << "ARMCI_HELPER_SPIN_US=" << helper_spin_us << "\n"
-      << "ARMCI_HELPER_CPU=" << (helper_cpu == -1 ? std::string("auto") : helper_cpu == -2 ? std::string("none") : std::to_string(helper_cpu)) << "\n"
+      << "ARMCI_HELPER_CPU=" << (helper_cpu == kHelperCpuAuto ? std::string("auto") : helper_cpu == kHelperCpuNone ? std::string("none") : std::to_string(helper_cpu)) << "\n"
       << "ARMCI_PROTOCOL=" << to_string(protocol) << "\n"
       << "ARMCI_BUFFERED_MAX=" << buffered_max << "\n"
       << "ARMCI_BUFFER_CHUNK=" << buffer_chunk << "\n"

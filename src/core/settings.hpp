@@ -15,6 +15,11 @@ enum class ProtocolChoice { automatic, direct, buffered };
 // How strided and vector transfers to network peers travel.
 enum class StridedChoice { automatic, direct, buffered, host };
 
+// ARMCI_HELPER_CPU's words: keep the helper off the application's CPU where
+// the process may use another (auto), or leave its placement alone (none).
+constexpr int kHelperCpuAuto = -1;
+constexpr int kHelperCpuNone = -2;
+
 struct Settings {
   NetworkChoice network = NetworkChoice::automatic;  // ARMCI_NETWORK
   bool shared_memory = true;                         // ARMCI_SHM
@@ -23,7 +28,7 @@ struct Settings {
   std::size_t acc_chunk = 64 * 1024;                 // ARMCI_ACC_CHUNK: bytes per Acc message
   HelperMode helper = HelperMode::block;             // ARMCI_HELPER (ARMCI_PROGRESS_THREAD=0: none)
   long helper_spin_us = 50;                          // ARMCI_HELPER_SPIN_US: spin before blocking
-  int helper_cpu = -1;                               // ARMCI_HELPER_CPU: -1 auto, -2 none, else a CPU
+  int helper_cpu = kHelperCpuAuto;                   // ARMCI_HELPER_CPU: or kHelperCpuNone, or a CPU
   long progress_idle_us = 200;                       // ARMCI_PROGRESS_IDLE_US
   ProtocolChoice protocol = ProtocolChoice::automatic;  // ARMCI_PROTOCOL
   std::size_t buffered_max = 0;                      // ARMCI_BUFFERED_MAX: automatic buffered up to here

@@ -1,8 +1,9 @@
 // The synchronisation calls of ARMCI: Rmw (fetch-and-add, swap), mutexes,
 // notify / notify_wait and Put_flag. Owned by the Runtime, used from the
-// application's thread only.
+// application's thread only, through the parts' interfaces (peers, memory,
+// progress, completion, messages, barrier, transfers).
 //
-// One mechanism for atomics per job (Runtime::atomics_over_network()):
+// One mechanism for atomics per job (Peers::has_network_peers()):
 // network atomics (a NIC's, or UCX's) need not be atomic with respect to CPU
 // atomics on the same word, so mixing them, say CPU atomics for a node
 // neighbour and the NIC for a rank on another node, could lose updates to
@@ -23,8 +24,14 @@
 
 namespace armci {
 
-class Runtime;
 struct Allocation;
+class Barrier;
+class Completions;
+class Memory;
+class Messages;
+class Peers;
+class Progress;
+class Transfers;
 
 // ARMCI_Rmw operations, with the values of ARMCI-MPI's enum ARMCI_Rmw_e.
 enum RmwOp : int { kFetchAndAdd = 0, kFetchAndAddLong = 1, kSwap = 2, kSwapLong = 3 };
@@ -50,7 +57,8 @@ class Sync {
  public:
   // Collective (part of start-up): allocates every rank's notify counters
   // and queue-lock nodes.
-  explicit Sync(Runtime& runtime);
+  Sync(const Peers& peers, Memory& memory, Progress& progress, Completions& completions, Messages& messages,
+       Barrier& barrier, Transfers& transfers);
   // Local: frees what this rank allocated; the caller has synchronised.
   ~Sync();
 
@@ -114,9 +122,16 @@ class Sync {
     return node_base_ + static_cast<std::size_t>(slot) * sizeof(LockNode);
   }
   void complete_outstanding_writes();
+  void put_blocking(const char* call, const void* src, void* dst, std::size_t bytes, int proc);
   int mutex_count(int proc) const;
 
-  Runtime& rt_;
+  const Peers& peers_;
+  Memory& memory_;
+  Progress& progress_;
+  Completions& completions_;
+  Messages& messages_;
+  Barrier& barrier_;
+  Transfers& transfers_;
   bool network_;  // atomics through the network layer
   std::unique_ptr<Allocation> sync_;     // notify counters and lock nodes
   std::unique_ptr<Allocation> mutexes_;  // queue tails, one word per mutex

@@ -1,0 +1,181 @@
+// What every family of C entry points shares: the entry-point macro (each
+// call is defined as PARMCI_x with a weak ARMCI_x alias, so a profiler can
+// define ARMCI_x and call PARMCI_x), the argument checks, the encoding of
+// armci_hdl_t, and the blocking/nonblocking drivers that hand a transfer to
+// the core with the completion its handle calls for. Internal to src/api:
+// the API checks and translates; the core chooses how anything travels.
+#pragma once
+
+#include <cstddef>
+#include <cstdlib>
+
+#include "include/armci.h"
+#include "src/core/acc.hpp"
+#include "src/core/error.hpp"
+#include "src/core/runtime.hpp"
+#include "src/core/strided.hpp"
+
+// ARMCI_API(int, ARMCI_Put, (void* src, ...)) { body } defines PARMCI_Put
+// and makes ARMCI_Put a weak alias of it; armci_api does the same for the
+// lower-case calls (parmci_notify for armci_notify). Calls between entry
+// points inside the library use the P names, so a profiler counts each
+// user call once.
+#define ARMCI_API(ret, name, params)                                 \
+  extern "C" ret P##name params;                                     \
+  extern "C" ret name params __attribute__((weak, alias("P" #name))); \
+  extern "C" ret P##name params
+#define armci_api(ret, name, params)                                 \
+  extern "C" ret p##name params;                                     \
+  extern "C" ret name params __attribute__((weak, alias("p" #name))); \
+  extern "C" ret p##name params
+
+namespace armci::api {
+
+using platform::Completion;
+
+// ---------------------------------------------------------------- checks
+
+[[noreturn]] void not_initialised(const char* call);
+
+// The runtime, or an error naming the call when ARMCI_Init has not run.
+inline Runtime& runtime(const char* call) {
+  Runtime* r = Runtime::get();
+  if (r == nullptr) [[unlikely]]
+    not_initialised(call);
+  return *r;
+}
+
+inline void check_proc(const char* call, const Runtime& r, int proc) {
+  if (proc < 0 || proc >= r.size()) [[unlikely]]
+    fail(call, "argument 'proc' (%d) is out of range [0, %d)", proc, r.size());
+}
+
+inline void check_bytes(const char* call, int bytes) {
+  if (bytes < 0) [[unlikely]] fail(call, "argument 'bytes' (%d) is negative", bytes);
+}
+
+inline void check_pointer(const char* call, const char* name, const void* p, int bytes) {
+  if (p == nullptr && bytes > 0) [[unlikely]] fail(call, "argument '%s' is NULL", name);
+}
+
+inline void check_transfer(const char* call, const Runtime& r, const void* src, const void* dst, int bytes, int proc) {
+  check_proc(call, r, proc);
+  check_bytes(call, bytes);
+  check_pointer(call, "src", src, bytes);
+  check_pointer(call, "dst", dst, bytes);
+}
+
+// An Acc's type and scale, checked, as the core takes them.
+AccArgs acc_args(const char* call, int datatype, const void* scale);
+// bytes is a whole number of elements of the Acc's type.
+void check_acc_bytes(const char* call, const AccArgs& acc, int bytes);
+
+// ---------------------------------------------------------------- handles
+// armci_hdl_t (8 bytes, ARMCI-MPI's layout): request = slot index or -1,
+// tag = marker (8 bits) | aggregate (1 bit) | generation (23 bits).
+
+constexpr unsigned kMarker = 0x5Au;
+constexpr unsigned kAggregateBit = 1u << 23;
+constexpr unsigned kGenerationMask = Completions::Requests::kGenerationMask;
+
+inline unsigned tag_bits(const armci_hdl_t* h) { return static_cast<unsigned>(h->tag); }
+inline bool is_aggregate(const armci_hdl_t* h) { return tag_bits(h) & kAggregateBit; }
+
+inline void set_handle(armci_hdl_t* h, int request, unsigned generation) {
+  h->request = request;
+  h->tag = static_cast<int>((kMarker << 24) | (tag_bits(h) & kAggregateBit) | (generation & kGenerationMask));
+}
+
+inline Completions::Requests::Id handle_id(const armci_hdl_t* h) {
+  return {static_cast<std::uint32_t>(h->request), tag_bits(h) & kGenerationMask};
+}
+
+// A handle either holds no request (-1) or the index of a slot the table
+// has handed out; anything else is memory that never saw ARMCI_INIT_HANDLE.
+inline void check_handle(const char* call, const armci_hdl_t* h) {
+  Runtime* r = Runtime::get();
+  if ((tag_bits(h) >> 24) != kMarker || h->request < -1 ||
+      (r && h->request >= 0 && static_cast<std::size_t>(h->request) >= r->completion().requests().capacity()))
+      [[unlikely]]
+    fail(call, "argument 'handle' (%p) was not initialised with ARMCI_INIT_HANDLE", static_cast<const void*>(h));
+}
+
+// Waits for whatever the handle still holds and empties it.
+void complete_handle(const char* call, Runtime& r, armci_hdl_t* h);
+
+// ---------------------------------------------------------------- drivers
+// start(completion, mode, aggregate) starts the transfer in the core; these
+// give it the completion, mode and vector-message list its call asks for.
+
+// A blocking operation: started, then waited for unless already finished
+// (same-node transfers finish inside start).
+template <typename Start>
+[[gnu::always_inline]] inline int blocking(const char* call, Runtime& r, Start&& start) {
+  Completion done;
+  start(done, Mode::blocking, static_cast<VectorBatches*>(nullptr));
+  if (!done.done()) r.completion().wait(call, done);
+  return 0;
+}
+
+// Runs one nonblocking operation with the completion its handle calls for:
+// the implicit one of proc (NULL handle), a fresh request, or the request
+// an aggregate handle is still filling.
+template <typename Start>
+int nonblocking(const char* call, Runtime& r, int proc, armci_hdl_t* handle, Start&& start) {
+  Completions& completion = r.completion();
+  if (handle == nullptr) {
+    start(completion.implicit(proc), Mode::nonblocking, static_cast<VectorBatches*>(nullptr));
+    completion.limit_implicit(proc);
+    return 0;
+  }
+  check_handle(call, handle);
+  if (!r.peers().reached_by_network(proc) && handle->request < 0) {
+    // Same-node transfers are finished when start() returns: no slot needed.
+    Completion done;
+    start(done, Mode::nonblocking, static_cast<VectorBatches*>(nullptr));
+    return 0;
+  }
+  Completions::Requests& requests = completion.requests();
+  Completions::Requests::Id id{};
+  ExplicitRequest* request = nullptr;
+  if (handle->request >= 0) {
+    if (auto* found = requests.find(handle_id(handle)); found && is_aggregate(handle)) {
+      id = handle_id(handle);
+      request = found;  // aggregate: more operations on one request
+    } else {
+      complete_handle(call, r, handle);  // reuse before wait: finish the old one first
+    }
+  }
+  const bool fresh = request == nullptr;
+  if (fresh) {
+    id = requests.acquire();
+    request = requests.find(id);
+    request->peer = proc;
+    set_handle(handle, static_cast<int>(id.index), id.generation);
+  }
+  if (is_aggregate(handle))
+    start(request->completion, Mode::aggregate, &request->batches);
+  else
+    start(request->completion, Mode::nonblocking, static_cast<VectorBatches*>(nullptr));
+  if (request->batches.empty() && completion.test(call, request->completion, false)) {
+    requests.release(id);
+    set_handle(handle, -1, 0);
+  } else if (fresh) {
+    completion.note_pending(id);
+  }
+  return 0;
+}
+
+// A strided put, get or acc, checked and started (src/api/strided.cpp;
+// ARMCI_PutS_flag uses it too).
+int strided_call(const char* call, Op op, const AccArgs* acc, void* src, int* src_stride, void* dst, int* dst_stride,
+                 int* count, int levels, int proc, bool nb, armci_hdl_t* handle);
+
+// A transfer of any shape: blocking (handle unused) or not.
+template <typename Start>
+[[gnu::always_inline]] inline int transfer(const char* call, Runtime& r, int proc, bool nb, armci_hdl_t* handle,
+                                           Start&& start) {
+  return nb ? nonblocking(call, r, proc, handle, start) : blocking(call, r, start);
+}
+
+}  // namespace armci::api

@@ -1,0 +1,75 @@
+// Start-up and shutdown, errors, and what the API's shared header defines
+// out of line.
+#include <cstring>
+
+#include "src/api/api.hpp"
+
+static_assert(sizeof(armci_hdl_t) == 8, "armci_hdl_t must stay 8 bytes (ARMCI-MPI layout)");
+static_assert(sizeof(armci_giov_t) == 24, "armci_giov_t must keep ARMCI-MPI's layout");
+static_assert(sizeof(armci_size_t) == sizeof(long), "armci_size_t is long in ARMCI-MPI");
+
+namespace armci::api {
+
+void not_initialised(const char* call) {
+  if (error_rank() < 0) {
+    // Before start-up the launcher's environment still says who we are.
+    for (const char* name : {"PMIX_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"})
+      if (const char* v = std::getenv(name)) {
+        set_error_rank(std::atoi(v));
+        break;
+      }
+  }
+  fail(call, "the library is not initialised (call ARMCI_Init first)");
+}
+
+AccArgs acc_args(const char* call, int datatype, const void* scale) {
+  if (acc_element_size(datatype) == 0)
+    fail(call, "argument 'datatype' (%d) is not an ARMCI Acc type (ARMCI_INT, ARMCI_LONG, "
+               "ARMCI_FLOAT, ARMCI_DOUBLE, ARMCI_SCPL, ARMCI_DCPL)", datatype);
+  if (scale == nullptr) fail(call, "argument 'scale' is NULL");
+  return AccArgs{datatype, make_acc_scale(datatype, scale)};
+}
+
+void check_acc_bytes(const char* call, const AccArgs& acc, int bytes) {
+  const std::size_t element = acc_element_size(acc.datatype);
+  if (static_cast<std::size_t>(bytes) % element != 0)
+    fail(call, "argument 'bytes' (%d) is not a whole number of %zu-byte elements", bytes, element);
+}
+
+void complete_handle(const char* call, Runtime& r, armci_hdl_t* h) {
+  if (h->request < 0) return;
+  const auto id = handle_id(h);
+  Completions& completion = r.completion();
+  if (auto* request = completion.requests().find(id)) {
+    completion.complete(call, *request);
+    completion.requests().release(id);
+  }
+  set_handle(h, -1, 0);
+}
+
+}  // namespace armci::api
+
+using namespace armci::api;
+
+ARMCI_API(int, ARMCI_Init, (void)) {
+  if (armci::Runtime::get() == nullptr) armci::Runtime::initialize();
+  return 0;
+}
+
+ARMCI_API(int, ARMCI_Init_args, (int* argc, char*** argv)) { return PARMCI_Init(); }
+
+ARMCI_API(int, ARMCI_Initialized, (void)) { return armci::Runtime::get() != nullptr; }
+
+ARMCI_API(int, ARMCI_Finalize, (void)) {
+  runtime("ARMCI_Finalize");
+  armci::Runtime::finalize();
+  return 0;
+}
+
+ARMCI_API(void, ARMCI_Cleanup, (void)) {
+  if (armci::Runtime* r = armci::Runtime::get()) r->cleanup_names();
+}
+
+ARMCI_API(void, ARMCI_Error, (const char* msg, int code)) {
+  armci::fail("ARMCI_Error", "%s (code %d)", msg ? msg : "(no message)", code);
+}

@@ -1,0 +1,124 @@
+// Strided transfers (ARMCI's stride_levels/count/stride arrays) and the
+// local pack/unpack calls. Every argument, and the whole remote extent, is
+// checked before the first piece moves; the core chooses how pieces travel.
+#include <cstring>
+
+#include "src/api/api.hpp"
+
+using namespace armci::api;
+using armci::AccArgs;
+using armci::Op;
+using armci::fail;
+
+namespace armci::api {
+namespace {
+
+void check_strided_problem(const char* call, const strided::Problem& p) {
+  if (p) [[unlikely]] fail(call, "%s", p.message);
+}
+
+// Checks everything of a strided call; false when there is nothing to do.
+bool check_strided(const char* call, Runtime& r, Op op, const AccArgs* acc, const void* src, const int* src_stride,
+                   const void* dst, const int* dst_stride, const int* count, int levels, int proc) {
+  check_proc(call, r, proc);
+  strided::Shape shape;
+  check_strided_problem(call, strided::check(src_stride, dst_stride, count, levels, shape));
+  if (shape.pieces == 0) return false;
+  if (src == nullptr) fail(call, "argument 'src_ptr' is NULL");
+  if (dst == nullptr) fail(call, "argument 'dst_ptr' is NULL");
+  if (acc != nullptr) {
+    const std::size_t element = acc_element_size(acc->datatype);
+    if (shape.piece_bytes % static_cast<std::int64_t>(element) != 0)
+      fail(call, "argument 'count' (count[0] = %lld bytes) is not a whole number of %zu-byte elements",
+           static_cast<long long>(shape.piece_bytes), element);
+  }
+  // One region must hold the remote side from its lowest to its highest byte.
+  if (op == Op::get)
+    r.memory().check_remote(call, "src_ptr", proc, src, static_cast<std::size_t>(shape.src_extent));
+  else
+    r.memory().check_remote(call, "dst_ptr", proc, dst, static_cast<std::size_t>(shape.dst_extent));
+  return true;
+}
+
+// Local pack/unpack between a strided layout at ptr and a contiguous buffer.
+void copy_strided(const char* call, void* ptr, int levels, int* stride, int* count, char* buf, bool pack) {
+  strided::Shape shape;
+  check_strided_problem(call, strided::check(stride, stride, count, levels, shape));
+  if (shape.pieces == 0) return;
+  if (ptr == nullptr) fail(call, "argument 'ptr' is NULL");
+  if (buf == nullptr) fail(call, "argument 'buf' is NULL");
+  auto* base = static_cast<char*>(ptr);
+  std::size_t at = 0;
+  strided::for_each_piece(stride, stride, count, levels, [&](std::int64_t off, std::int64_t, std::size_t n) {
+    if (pack)
+      std::memcpy(buf + at, base + off, n);
+    else
+      std::memcpy(base + off, buf + at, n);
+    at += n;
+  });
+}
+
+}  // namespace
+
+int strided_call(const char* call, Op op, const AccArgs* acc, void* src, int* src_stride, void* dst, int* dst_stride,
+                 int* count, int levels, int proc, bool nb, armci_hdl_t* handle) {
+  Runtime& r = runtime(call);
+  if (!check_strided(call, r, op, acc, src, src_stride, dst, dst_stride, count, levels, proc)) {
+    if (nb && handle != nullptr) check_handle(call, handle);
+    return 0;
+  }
+  return transfer(call, r, proc, nb, handle, [&](Completion& c, Mode mode, VectorBatches* aggregate) {
+    r.transfers().strided(Call{call, op, mode, proc, acc, c, aggregate}, src, src_stride, dst, dst_stride, count,
+                          levels);
+  });
+}
+
+}  // namespace armci::api
+
+ARMCI_API(int, ARMCI_PutS, (void* src_ptr, int src_stride_ar[], void* dst_ptr, int dst_stride_ar[], int count[],
+                            int stride_levels, int proc)) {
+  return strided_call("ARMCI_PutS", Op::put, nullptr, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count,
+                      stride_levels, proc, false, nullptr);
+}
+
+ARMCI_API(int, ARMCI_GetS, (void* src_ptr, int src_stride_ar[], void* dst_ptr, int dst_stride_ar[], int count[],
+                            int stride_levels, int proc)) {
+  return strided_call("ARMCI_GetS", Op::get, nullptr, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count,
+                      stride_levels, proc, false, nullptr);
+}
+
+ARMCI_API(int, ARMCI_AccS, (int datatype, void* scale, void* src_ptr, int src_stride_ar[], void* dst_ptr,
+                            int dst_stride_ar[], int count[], int stride_levels, int proc)) {
+  runtime("ARMCI_AccS");
+  const AccArgs acc = acc_args("ARMCI_AccS", datatype, scale);
+  return strided_call("ARMCI_AccS", Op::acc, &acc, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count,
+                      stride_levels, proc, false, nullptr);
+}
+
+ARMCI_API(int, ARMCI_NbPutS, (void* src_ptr, int src_stride_ar[], void* dst_ptr, int dst_stride_ar[], int count[],
+                              int stride_levels, int proc, armci_hdl_t* handle)) {
+  return strided_call("ARMCI_NbPutS", Op::put, nullptr, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count,
+                      stride_levels, proc, true, handle);
+}
+
+ARMCI_API(int, ARMCI_NbGetS, (void* src_ptr, int src_stride_ar[], void* dst_ptr, int dst_stride_ar[], int count[],
+                              int stride_levels, int proc, armci_hdl_t* handle)) {
+  return strided_call("ARMCI_NbGetS", Op::get, nullptr, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count,
+                      stride_levels, proc, true, handle);
+}
+
+ARMCI_API(int, ARMCI_NbAccS, (int datatype, void* scale, void* src_ptr, int src_stride_ar[], void* dst_ptr,
+                              int dst_stride_ar[], int count[], int stride_levels, int proc, armci_hdl_t* handle)) {
+  runtime("ARMCI_NbAccS");
+  const AccArgs acc = acc_args("ARMCI_NbAccS", datatype, scale);
+  return strided_call("ARMCI_NbAccS", Op::acc, &acc, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count,
+                      stride_levels, proc, true, handle);
+}
+
+armci_api(void, armci_write_strided, (void* ptr, int stride_levels, int stride_arr[], int count[], char* buf)) {
+  copy_strided("armci_write_strided", ptr, stride_levels, stride_arr, count, buf, true);
+}
+
+armci_api(void, armci_read_strided, (void* ptr, int stride_levels, int stride_arr[], int count[], char* buf)) {
+  copy_strided("armci_read_strided", ptr, stride_levels, stride_arr, count, buf, false);
+}

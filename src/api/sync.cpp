@@ -1,0 +1,70 @@
+// Handles and completion: ARMCI_INIT_HANDLE and the aggregate flag, Wait,
+// Test, WaitProc, WaitAll, Fence, AllFence, Barrier.
+#include "src/api/api.hpp"
+
+using namespace armci::api;
+using armci::fail;
+
+ARMCI_API(void, ARMCI_INIT_HANDLE, (armci_hdl_t* handle)) {
+  if (handle == nullptr) fail("ARMCI_INIT_HANDLE", "argument 'handle' is NULL");
+  handle->request = -1;
+  handle->tag = static_cast<int>(kMarker << 24);
+}
+
+ARMCI_API(void, ARMCI_SET_AGGREGATE_HANDLE, (armci_hdl_t* handle)) {
+  if (handle == nullptr) fail("ARMCI_SET_AGGREGATE_HANDLE", "argument 'handle' is NULL");
+  check_handle("ARMCI_SET_AGGREGATE_HANDLE", handle);
+  handle->tag = static_cast<int>(tag_bits(handle) | kAggregateBit);
+}
+
+ARMCI_API(void, ARMCI_UNSET_AGGREGATE_HANDLE, (armci_hdl_t* handle)) {
+  if (handle == nullptr) fail("ARMCI_UNSET_AGGREGATE_HANDLE", "argument 'handle' is NULL");
+  check_handle("ARMCI_UNSET_AGGREGATE_HANDLE", handle);
+  handle->tag = static_cast<int>(tag_bits(handle) & ~kAggregateBit);
+}
+
+ARMCI_API(int, ARMCI_Wait, (armci_hdl_t* handle)) {
+  armci::Runtime& r = runtime("ARMCI_Wait");
+  if (handle == nullptr) fail("ARMCI_Wait", "argument 'handle' is NULL");
+  check_handle("ARMCI_Wait", handle);
+  complete_handle("ARMCI_Wait", r, handle);
+  return 0;
+}
+
+ARMCI_API(int, ARMCI_Test, (armci_hdl_t* handle)) {
+  armci::Runtime& r = runtime("ARMCI_Test");
+  if (handle == nullptr) fail("ARMCI_Test", "argument 'handle' is NULL");
+  check_handle("ARMCI_Test", handle);
+  if (handle->request < 0) return 0;
+  const auto id = handle_id(handle);
+  armci::Completions& completion = r.completion();
+  if (auto* request = completion.requests().find(id)) {
+    completion.send_unsent(*request);
+    if (!completion.test("ARMCI_Test", request->completion)) return 1;
+    completion.requests().release(id);
+  }
+  set_handle(handle, -1, 0);
+  return 0;
+}
+
+ARMCI_API(int, ARMCI_WaitProc, (int proc)) {
+  armci::Runtime& r = runtime("ARMCI_WaitProc");
+  check_proc("ARMCI_WaitProc", r, proc);
+  r.completion().wait_proc(proc);
+  return 0;
+}
+
+ARMCI_API(int, ARMCI_WaitAll, (void)) {
+  runtime("ARMCI_WaitAll").completion().wait_all();
+  return 0;
+}
+
+ARMCI_API(void, ARMCI_Fence, (int proc)) {
+  armci::Runtime& r = runtime("ARMCI_Fence");
+  check_proc("ARMCI_Fence", r, proc);
+  r.completion().fence(proc);
+}
+
+ARMCI_API(void, ARMCI_AllFence, (void)) { runtime("ARMCI_AllFence").completion().all_fence(); }
+
+ARMCI_API(void, ARMCI_Barrier, (void)) { runtime("ARMCI_Barrier").barrier(); }

@@ -1,0 +1,100 @@
+#include "src/core/completion.hpp"
+
+#include <atomic>
+
+#include "src/core/error.hpp"
+
+namespace armci {
+
+Completions::Completions(const Peers& peers, Progress& progress, Messages& messages, const Settings& settings)
+    : peers_(peers),
+      progress_(progress),
+      messages_(messages),
+      settings_(settings),
+      implicit_(std::make_unique<platform::Completion[]>(static_cast<std::size_t>(peers.size()))),
+      puts_unordered_(static_cast<std::size_t>(peers.size()), 0) {}
+
+void Completions::network_failed(const char* call, int error) {
+  const std::string text = progress_.has_network()
+                               ? progress_.with_network([&](platform::Network& net) { return net.error_string(error); })
+                               : std::string("?");
+  fail(call, "the network layer reported: %s", text.c_str());
+}
+
+void Completions::order_after_puts(int proc, bool full_flush) {
+  auto& unordered = puts_unordered_[static_cast<std::size_t>(proc)];
+  if (!unordered) return;
+  if (full_flush) {
+    platform::Completion flushed;
+    progress_.with_network([&](platform::Network& net) { net.flush(proc, flushed); });
+    wait("ARMCI_Fence", flushed);
+  } else {
+    progress_.with_network([&](platform::Network& net) { net.order(proc); });
+  }
+  unordered = 0;
+}
+
+bool Completions::writes_outstanding() const {
+  if (!progress_.has_network()) return false;
+  for (int r = 0; r < peers_.size(); ++r)
+    if (puts_unordered_[static_cast<std::size_t>(r)] || messages_.unanswered(r) != 0) return true;
+  return false;
+}
+
+void Completions::fence(int proc) {
+  if (!peers_.reached_by_network(proc)) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return;
+  }
+  progress_.drain_pipelines();
+  platform::Completion flushed;
+  progress_.with_network([&](platform::Network& net) { net.flush(proc, flushed); });
+  wait("ARMCI_Fence", flushed);
+  progress_.until([&] { return messages_.unanswered(proc) == 0; });
+  puts_unordered_[static_cast<std::size_t>(proc)] = 0;
+}
+
+void Completions::all_fence() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (!progress_.has_network()) return;
+  progress_.drain_pipelines();
+  platform::Completion flushed;
+  progress_.with_network([&](platform::Network& net) { net.flush_all(flushed); });
+  wait("ARMCI_AllFence", flushed);
+  for (int r = 0; r < peers_.size(); ++r) {
+    progress_.until([&] { return messages_.unanswered(r) == 0; });
+    puts_unordered_[static_cast<std::size_t>(r)] = 0;
+  }
+}
+
+void Completions::wait_all() {
+  for (int r = 0; r < peers_.size(); ++r) wait("ARMCI_WaitAll", implicit(r));
+}
+
+void Completions::limit_implicit(int proc) {
+  platform::Completion& c = implicit(proc);
+  if (static_cast<std::size_t>(c.pending.load(std::memory_order_relaxed)) <= settings_.max_pending) return;
+  progress_.until([&] {
+    return static_cast<std::size_t>(c.pending.load(std::memory_order_acquire)) <= settings_.max_pending / 2;
+  });
+}
+
+void Completions::note_pending(Requests::Id id) {
+  pending_.push_back(id);
+  if (pending_.size() <= settings_.max_pending) return;
+  // Completes the oldest request still unfinished; its slot stays the
+  // user's until Wait or Test.
+  const Requests::Id oldest = pending_.front();
+  pending_.pop_front();
+  if (ExplicitRequest* request = requests_.find(oldest))
+    complete("ARMCI_Nb* (completing the oldest request to make room)", *request);
+}
+
+void Completions::complete_all_requests() {
+  requests_.for_each_busy([&](Requests::Id, ExplicitRequest& request) {
+    send_unsent(request);
+    progress_.until([&] { return request.completion.done(); });
+  });
+}
+
+}  // namespace armci

@@ -1,0 +1,242 @@
+#include "src/core/memory.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+#include "src/core/error.hpp"
+#include "src/core/record.hpp"
+
+namespace armci {
+
+void apply_acc_locked(ControlBlock& control, int datatype, const AccScale& scale, void* dst, const void* src,
+                      std::size_t bytes, std::uintptr_t target_address) {
+  // Stripes by 4 KiB page of the target address, taken in ascending order so
+  // two Accs over overlapping ranges cannot deadlock.
+  const std::uintptr_t first = target_address >> 12;
+  const std::uintptr_t last = (target_address + bytes - 1) >> 12;
+  std::uint64_t stripes = 0;
+  if (last - first + 1 >= ControlBlock::kAccStripes) {
+    stripes = ~std::uint64_t{0};
+  } else {
+    for (std::uintptr_t page = first; page <= last; ++page)
+      stripes |= std::uint64_t{1} << (page % ControlBlock::kAccStripes);
+  }
+  for (std::uint64_t left = stripes; left != 0; left &= left - 1) {
+    auto& lock = control.acc_lock[__builtin_ctzll(left)];
+    Backoff backoff;
+    while (lock.load(std::memory_order_relaxed) != 0 || lock.exchange(1, std::memory_order_acquire) != 0)
+      backoff.pause();
+  }
+  accumulate(datatype, scale, dst, src, bytes);
+  for (std::uint64_t left = stripes; left != 0; left &= left - 1)
+    control.acc_lock[__builtin_ctzll(left)].store(0, std::memory_order_release);
+}
+
+std::byte* Allocation::local(const Peers& peers, int proc) const {
+  switch (peers.kind(proc)) {
+    case PeerKind::self: return static_cast<std::byte*>(own.address());
+    case PeerKind::shared_memory: return static_cast<std::byte*>(mapped[static_cast<std::size_t>(proc)].address());
+    case PeerKind::network_host:
+    case PeerKind::network: break;
+  }
+  return nullptr;
+}
+
+Memory::Memory(const Peers& peers, Progress& progress, Exchange exchange, std::string job_tag)
+    : peers_(peers), progress_(progress), exchange_(std::move(exchange)), job_tag_(std::move(job_tag)) {
+  regions_.resize(peers_.size());
+}
+
+Memory::~Memory() = default;
+
+void Memory::region_missing(const char* call, const char* argument, int proc, const void* address,
+                            std::size_t bytes) {
+  fail(call, "argument '%s' (%p, %zu bytes) is not inside any ARMCI_Malloc region of rank %d", argument, address,
+       bytes, proc);
+}
+
+std::string Memory::segment_name(int proc, std::uint64_t id) const {
+  return "/armci-" + job_tag_ + "-" + std::to_string(proc) + "-" + std::to_string(id);
+}
+
+// ------------------------------------------------------------------ collective allocations
+
+std::unique_ptr<Allocation> Memory::collective_allocate(std::size_t bytes, bool synchronise) {
+  auto allocation = std::make_unique<Allocation>();
+  allocation->id = next_allocation_++;
+  const bool network = progress_.has_network();
+  if (bytes > 0) {
+    if (peers_.neighbours_share_memory()) {
+      allocation->own = platform::SharedSegment::create(segment_name(peers_.rank(), allocation->id), bytes);
+    } else if (void* memory = network ? progress_.with_network([&](platform::Network& net) {
+                 return net.allocate_memory(platform::page_round(bytes), allocation->registration);
+               })
+                                      : nullptr) {
+      // The layer's own memory: same-host peers reached through it attach
+      // it, so their transfers need nothing from this process.
+      allocation->own = platform::SharedSegment::borrowed(memory, platform::page_round(bytes));
+    } else {
+      allocation->own = platform::SharedSegment::anonymous(bytes);
+    }
+  }
+  RecordWriter record;
+  record.add<std::uint64_t>(reinterpret_cast<std::uintptr_t>(allocation->own.address()));
+  record.add<std::uint64_t>(bytes);
+  std::vector<std::byte> packed;
+  if (bytes > 0 && network) {
+    progress_.with_network([&](platform::Network& net) {
+      if (!allocation->registration)
+        allocation->registration = net.register_memory(allocation->own.address(), allocation->own.size());
+      packed = net.pack_remote_key(allocation->registration);
+    });
+    allocation->own_key = packed;
+  }
+  record.add_bytes(packed);
+  auto records = exchange_(record.bytes);
+
+  const auto n = static_cast<std::size_t>(peers_.size());
+  allocation->bases.assign(n, 0);
+  allocation->sizes.assign(n, 0);
+  allocation->mapped.resize(n);
+  allocation->keys.assign(n, platform::RemoteKey{});
+  for (int r = 0; r < peers_.size(); ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    RecordReader in(records[i]);
+    allocation->bases[i] = in.take<std::uint64_t>();
+    allocation->sizes[i] = in.take<std::uint64_t>();
+    auto key = in.take_bytes();
+    if (allocation->sizes[i] == 0) continue;
+    if (peers_.kind(r) == PeerKind::shared_memory)
+      allocation->mapped[i] = platform::SharedSegment::attach(segment_name(r, allocation->id), allocation->sizes[i]);
+    // With a network every rank packs a key, and every key is unpacked:
+    // self's and neighbours' too, for network atomics.
+    if (!key.empty())
+      allocation->keys[i] = progress_.with_network([&](platform::Network& net) { return net.unpack_remote_key(r, key); });
+  }
+  // Every neighbour has mapped my segment once all have passed this point;
+  // then its name can go, so a crash leaves nothing behind in /dev/shm.
+  if (synchronise) {
+    barrier_();
+    allocation->own.unlink();
+  }
+  return allocation;
+}
+
+void Memory::free_allocation(Allocation& allocation) {
+  for (std::size_t i = 0; i < allocation.keys.size(); ++i) {
+    if (allocation.keys[i])
+      progress_.with_network([&](platform::Network& net) { net.release_remote_key(allocation.keys[i]); });
+    allocation.keys[i] = {};
+    allocation.mapped[i].release();
+  }
+  if (allocation.registration)
+    progress_.with_network([&](platform::Network& net) { net.deregister_memory(allocation.registration); });
+  allocation.registration = {};
+  allocation.own.release();
+}
+
+// ------------------------------------------------------------------ ARMCI_Malloc / ARMCI_Free
+
+std::vector<void*> Memory::allocate(const char* call, std::size_t bytes) {
+  std::unique_ptr<Allocation> allocation;
+  try {
+    allocation = collective_allocate(bytes, true);
+  } catch (const std::exception& e) {
+    fail(call, "allocating %zu bytes failed: %s", bytes, e.what());
+  }
+  std::vector<void*> bases(static_cast<std::size_t>(peers_.size()));
+  for (int r = 0; r < peers_.size(); ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    bases[i] = reinterpret_cast<void*>(allocation->bases[i]);
+    if (allocation->sizes[i] == 0) continue;
+    Region region;
+    region.base = allocation->bases[i];
+    region.size = allocation->sizes[i];
+    region.allocation = allocation->id;
+    region.key = allocation->keys[i];
+    region.local = allocation->local(peers_, r);
+    std::lock_guard guard(progress_.mutex());  // the helper reads the table
+    regions_.insert(r, region);
+  }
+  const auto mine = static_cast<std::size_t>(peers_.rank());
+  if (allocation->sizes[mine] > 0) allocation_of_base_[allocation->bases[mine]] = allocation->id;
+  const std::uint64_t id = allocation->id;
+  allocations_[id] = std::move(allocation);
+  return bases;
+}
+
+void Memory::release(const char* call, void* my_base) {
+  // A rank whose part was empty passes NULL, so the ranks agree on which
+  // allocation goes by exchanging what each of them knows.
+  std::int64_t mine = -1;
+  if (my_base != nullptr) {
+    auto found = allocation_of_base_.find(reinterpret_cast<std::uintptr_t>(my_base));
+    if (found == allocation_of_base_.end())
+      fail(call, "argument 'ptr' (%p) is not the base of a live ARMCI_Malloc allocation", my_base);
+    mine = static_cast<std::int64_t>(found->second);
+  }
+  auto all = exchange_(std::as_bytes(std::span(&mine, 1)));
+  std::int64_t chosen = -1;
+  for (int r = 0; r < peers_.size(); ++r) {
+    std::int64_t theirs;
+    std::memcpy(&theirs, all[static_cast<std::size_t>(r)].data(), sizeof theirs);
+    if (theirs < 0) continue;
+    if (chosen >= 0 && theirs != chosen)
+      fail(call, "argument 'ptr': ranks passed parts of different allocations (rank %d's differs)", r);
+    chosen = theirs;
+  }
+  if (chosen < 0) fail(call, "argument 'ptr': every rank passed NULL");
+  auto found = allocations_.find(static_cast<std::uint64_t>(chosen));
+  if (found == allocations_.end())
+    fail(call, "argument 'ptr': allocation %lld is unknown here", static_cast<long long>(chosen));
+  Allocation& allocation = *found->second;
+  if (my_base == nullptr && allocation.sizes[static_cast<std::size_t>(peers_.rank())] != 0)
+    fail(call, "argument 'ptr' is NULL but this rank's part of the allocation is not empty");
+  for (int r = 0; r < peers_.size(); ++r)
+    if (allocation.sizes[static_cast<std::size_t>(r)] > 0) {
+      std::lock_guard guard(progress_.mutex());
+      regions_.erase(r, allocation.bases[static_cast<std::size_t>(r)]);
+    }
+  if (my_base != nullptr) allocation_of_base_.erase(reinterpret_cast<std::uintptr_t>(my_base));
+  free_allocation(allocation);
+  allocations_.erase(found);
+}
+
+const std::vector<std::byte>* Memory::own_key(const Region& region) const {
+  auto found = allocations_.find(region.allocation);
+  if (found == allocations_.end() || found->second->own_key.empty()) return nullptr;
+  return &found->second->own_key;
+}
+
+// ------------------------------------------------------------------ control blocks
+
+void Memory::create_control_blocks(const std::function<void()>& everyone_mapped) {
+  // Allocated like user memory, but never in the region table, so no user
+  // operation can reach them.
+  control_ = collective_allocate(sizeof(ControlBlock), false);
+  control_local_.assign(static_cast<std::size_t>(peers_.size()), nullptr);
+  for (int r = 0; r < peers_.size(); ++r)
+    control_local_[static_cast<std::size_t>(r)] = reinterpret_cast<ControlBlock*>(control_->local(peers_, r));
+  everyone_mapped();
+  control_->own.unlink();
+}
+
+void Memory::free_all() {
+  for (auto& [id, allocation] : allocations_) free_allocation(*allocation);
+  allocations_.clear();
+  allocation_of_base_.clear();
+}
+
+void Memory::free_control_blocks() {
+  if (!control_) return;
+  free_allocation(*control_);
+  control_.reset();
+}
+
+void Memory::cleanup_names() {
+  if (control_) control_->own.unlink();
+  for (auto& [id, allocation] : allocations_) allocation->own.unlink();
+}
+
+}  // namespace armci

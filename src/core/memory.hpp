@@ -1,0 +1,169 @@
+// Memory: collective allocations (every rank's part, as this process reaches
+// it: mapped for self and node neighbours, a remote key for network peers),
+// the region table that every operation checks its remote range against, and
+// the control blocks each rank exposes for barriers and Acc locks.
+//
+// Owns: allocations, the region table, the control blocks, and the one
+// exchange of allocation records between the ranks (exchange()).
+// Called by: the API's ARMCI_Malloc/Free (through the runtime), every
+// protocol (find_region), message handlers at the target (find_own), Sync
+// (its own collective words), the barrier (control blocks); later windows
+// (collective_allocate) and groups.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "platform/network.hpp"
+#include "platform/shm/segment.hpp"
+#include "src/core/acc.hpp"
+#include "src/core/peers.hpp"
+#include "src/core/progress.hpp"
+#include "src/core/region_table.hpp"
+
+namespace armci {
+
+// Synchronisation state each rank exposes to the others; in node-shared
+// memory where neighbours map it, registered with the network otherwise.
+struct ControlBlock {
+  static constexpr int kBarrierRounds = 32;
+  static constexpr int kAccStripes = 64;
+  // Round k of the dissemination barrier: the epoch the round's partner
+  // reached. One writer per word, so a plain store (or put) is enough.
+  std::atomic<std::uint64_t> barrier[kBarrierRounds];
+  // Stripes of the target's memory (by 4 KiB page) that an Acc holds while
+  // it applies: the target's own message handler and node neighbours take
+  // the same locks, so Accs stay atomic per element whoever applies them.
+  std::atomic<std::uint32_t> acc_lock[kAccStripes];
+};
+
+// dst += scale * src under the Acc stripes of `control` (the target's block)
+// that cover [target_address, target_address + bytes).
+void apply_acc_locked(ControlBlock& control, int datatype, const AccScale& scale, void* dst, const void* src,
+                      std::size_t bytes, std::uintptr_t target_address);
+
+// One collective allocation: every rank's part, as this process reaches it.
+struct Allocation {
+  std::uint64_t id = 0;
+  std::vector<std::uintptr_t> bases;  // per rank; 0 for a zero-size part
+  std::vector<std::size_t> sizes;
+  platform::SharedSegment own;
+  std::vector<platform::SharedSegment> mapped;  // neighbours' parts
+  platform::MemoryHandle registration{};
+  std::vector<std::byte> own_key;         // this rank's part, packed for peers
+  std::vector<platform::RemoteKey> keys;  // network peers' parts (and self's with network atomics)
+
+  // Where rank proc's part starts in this process's address space, or
+  // nullptr for a network peer.
+  std::byte* local(const Peers& peers, int proc) const;
+};
+
+class Memory {
+ public:
+  // Collective: every rank contributes its record, gets everyone's (index
+  // = rank). The PMIx allgather today; a faster exchange replaces it here.
+  using Exchange = std::function<std::vector<std::vector<std::byte>>(std::span<const std::byte>)>;
+
+  // job_tag names this job's shared segments. With a network, every rank's
+  // part gets a remote key, self's and neighbours' too (network atomics
+  // reach every rank through the layer).
+  Memory(const Peers& peers, Progress& progress, Exchange exchange, std::string job_tag);
+  ~Memory();
+  Memory(const Memory&) = delete;
+  Memory& operator=(const Memory&) = delete;
+
+  // Wiring: the barrier an allocation passes before its segment names go.
+  void set_barrier(std::function<void()> barrier) { barrier_ = std::move(barrier); }
+
+  // ARMCI_Malloc / ARMCI_Free. Collective.
+  std::vector<void*> allocate(const char* call, std::size_t bytes);
+  void release(const char* call, void* my_base);
+
+  // Collective allocation outside the region table, so no user operation
+  // can reach it (control blocks, Sync's words; windows later). With
+  // synchronise, it ends with a barrier after which its name is gone from
+  // /dev/shm.
+  std::unique_ptr<Allocation> collective_allocate(std::size_t bytes, bool synchronise);
+  void free_allocation(Allocation& allocation);
+
+  // The region of proc holding [address, address + bytes); fails naming
+  // call, argument and proc when there is none.
+  [[gnu::always_inline]] const Region& find_region(const char* call, const char* argument, int proc,
+                                                  const void* address, std::size_t bytes) const {
+    const Region* region = regions_.find(proc, reinterpret_cast<std::uintptr_t>(address), bytes);
+    if (region == nullptr) [[unlikely]]
+      region_missing(call, argument, proc, address, bytes);
+    return *region;
+  }
+  // Fails (naming call, argument, proc) unless [address, address + bytes)
+  // lies inside one ARMCI_Malloc region of proc: lets a multi-piece call
+  // check its whole remote extent before it moves anything.
+  void check_remote(const char* call, const char* argument, int proc, const void* address,
+                    std::size_t bytes) const {
+    find_region(call, argument, proc, address, bytes);
+  }
+  // Where [address, address + bytes) of proc lies in this process's address
+  // space (self and node neighbours), nullptr for network peers; fails like
+  // check_remote when the range is in no region.
+  std::byte* local_mapping(const char* call, const char* argument, int proc, const void* address,
+                           std::size_t bytes) const {
+    const Region& region = find_region(call, argument, proc, address, bytes);
+    if (region.local == nullptr) return nullptr;
+    return region.local + (reinterpret_cast<std::uintptr_t>(address) - region.base);
+  }
+  // This rank's region holding the range, or nullptr: for requests arriving
+  // from peers, on whichever thread drives progress (it leaves the owner's
+  // lookup cache alone).
+  const Region* find_own(std::uintptr_t address, std::size_t bytes) const {
+    return regions_.find_without_caching(peers_.rank(), address, bytes);
+  }
+  // The packed key of this rank's part that holds region, or empty.
+  const std::vector<std::byte>* own_key(const Region& region) const;
+
+  // Control blocks: made at start-up (collective), before any barrier
+  // exists, so a fence of the bootstrap (everyone_mapped) tells when every
+  // neighbour has mapped them and their names can go.
+  void create_control_blocks(const std::function<void()>& everyone_mapped);
+  ControlBlock* control(int proc) const { return control_local_[static_cast<std::size_t>(proc)]; }
+  ControlBlock& own_control() const { return *control(peers_.rank()); }
+  // Where a field of proc's block is, for a network put.
+  std::uintptr_t control_address(int proc, std::size_t offset) const {
+    return control_->bases[static_cast<std::size_t>(proc)] + offset;
+  }
+  platform::RemoteKey control_key(int proc) const { return control_->keys[static_cast<std::size_t>(proc)]; }
+
+  // Frees every allocation (shutdown, after the last barrier); the control
+  // blocks go last, by free_control_blocks().
+  void free_all();
+  void free_control_blocks();
+  // Removes shared-memory names that are still linked; safe on error paths.
+  void cleanup_names();
+
+ private:
+  [[noreturn]] static void region_missing(const char* call, const char* argument, int proc, const void* address,
+                                          std::size_t bytes);
+  std::string segment_name(int proc, std::uint64_t id) const;
+
+  const Peers& peers_;
+  Progress& progress_;
+  Exchange exchange_;
+  std::string job_tag_;
+  std::function<void()> barrier_;
+
+  RegionTable regions_;
+  std::map<std::uint64_t, std::unique_ptr<Allocation>> allocations_;
+  std::map<std::uintptr_t, std::uint64_t> allocation_of_base_;
+  std::uint64_t next_allocation_ = 1;
+
+  std::unique_ptr<Allocation> control_;
+  std::vector<ControlBlock*> control_local_;  // per rank, where mapped
+};
+
+}  // namespace armci

@@ -1,0 +1,47 @@
+#include "src/core/peers.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace armci {
+
+const char* to_string(PeerKind kind) {
+  switch (kind) {
+    case PeerKind::self: return "self";
+    case PeerKind::shared_memory: return "shm";
+    case PeerKind::network_host: return "net-host";
+    case PeerKind::network: return "net";
+  }
+  return "?";
+}
+
+Peers::Peers(int rank, std::vector<std::string> hosts, int vnode_size, bool shared_memory)
+    : rank_(rank), size_(static_cast<int>(hosts.size())), hosts_(std::move(hosts)) {
+  // Ranks of one host, in rank order, cut into virtual nodes of vnode_size.
+  std::map<std::string, std::vector<int>> by_host;
+  for (int r = 0; r < size_; ++r) by_host[hosts_[index(r)]].push_back(r);
+  for (auto& [host, ranks] : by_host) {
+    const std::size_t group = vnode_size > 0 ? static_cast<std::size_t>(vnode_size) : ranks.size();
+    for (std::size_t start = 0; start < ranks.size(); start += group)
+      node_members_.emplace_back(ranks.begin() + static_cast<std::ptrdiff_t>(start),
+                                 ranks.begin() + static_cast<std::ptrdiff_t>(std::min(start + group, ranks.size())));
+  }
+  std::sort(node_members_.begin(), node_members_.end(),
+            [](const std::vector<int>& a, const std::vector<int>& b) { return a[0] < b[0]; });
+  node_of_.assign(index(size_), -1);
+  for (std::size_t n = 0; n < node_members_.size(); ++n)
+    for (int m : node_members_[n]) node_of_[index(m)] = static_cast<int>(n);
+
+  kind_.assign(index(size_), PeerKind::network);
+  for (int r = 0; r < size_; ++r) {
+    PeerKind& kind = kind_[index(r)];
+    if (r == rank_) kind = PeerKind::self;
+    else if (shared_memory && node_of(r) == node_of(rank_)) kind = PeerKind::shared_memory;
+    else if (hosts_[index(r)] == hosts_[index(rank_)]) kind = PeerKind::network_host;
+    if (kind == PeerKind::shared_memory) neighbours_share_memory_ = true;
+    if (is_network(kind)) has_network_peers_ = true;
+    present_[static_cast<std::size_t>(kind)] = true;
+  }
+}
+
+}  // namespace armci

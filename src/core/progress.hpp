@@ -1,0 +1,160 @@
+// Progress: the one network layer shared by the application's thread and the
+// helper thread, the mutex that serialises them, the waiting loops, and the
+// helper thread itself (its placement, its sleep on the layer's wakeup
+// descriptor, the kicks that wake it).
+//
+// Owns: the network mutex, the helper thread and its eventfds, the list of
+// background work (parts whose transfers move on with progress: the buffered
+// pipeline, host-assisted transfers served here).
+// Called by: every part that talks to the network (with_network), every
+// waiting loop (until), the bootstrap while a collective waits; the
+// completion part drains pipelines before a fence.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "platform/network.hpp"
+#include "src/core/settings.hpp"
+
+namespace armci {
+
+// Waiting loops spin briefly, then give the core away: with more ranks than
+// cores the rank being waited for may need this very core.
+class Backoff {
+ public:
+  void pause();
+
+ private:
+  unsigned spins_ = 0;
+  std::chrono::steady_clock::time_point since_{};
+};
+
+// Work that moves on whenever the network is progressed, by whichever
+// thread does it. advance() runs with the network mutex held.
+class BackgroundWork {
+ public:
+  virtual ~BackgroundWork() = default;
+  // Moves the work on, starting at most new_chunks new pieces of each
+  // transfer; returns how many events it handled.
+  virtual int advance(std::size_t new_chunks) = 0;
+  // Anything to move (read without the lock, any thread).
+  bool busy() const { return active_.load(std::memory_order_relaxed) != 0; }
+  // A pipeline: the helper keeps serving it even while the application
+  // drives the network itself (its copies are what the application overlaps).
+  bool is_pipeline() const { return pipeline_; }
+
+ protected:
+  explicit BackgroundWork(bool pipeline) : pipeline_(pipeline) {}
+  std::atomic<int> active_{0};  // transfers under way
+
+ private:
+  bool pipeline_;
+};
+
+class Progress {
+ public:
+  // network: nullptr when every peer is reached without one.
+  Progress(const Settings& settings, int rank, platform::Network* network);
+  ~Progress();
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+
+  bool has_network() const { return network_ != nullptr; }
+  // The layer's capabilities: fixed once it exists, so any thread reads
+  // them without the lock. Only with a network.
+  const platform::Capabilities& capabilities() const { return network_->capabilities(); }
+  std::size_t max_sge() const { return network_ ? network_->capabilities().max_sge : 1; }
+  // Every call into the network layer holds the network mutex: the helper
+  // thread and the application's thread share one (serialised) layer. The
+  // same-node path never takes it.
+  template <typename F>
+  decltype(auto) with_network(F&& f) {
+    std::lock_guard guard(mutex_);
+    return f(*network_);
+  }
+  // The layer itself, for code that already holds the mutex: message
+  // handlers and background work (they run inside progress()).
+  platform::Network& network_locked() { return *network_; }
+  std::mutex& mutex() { return mutex_; }
+
+  // One round of progress. advance_pipelines=false: only the layer's own
+  // progress, never waiting for a helper that is busy copying chunks (right
+  // after a nonblocking call started them).
+  void progress(bool advance_pipelines = true) {
+    if (!network_) return;
+    application_progress_.fetch_add(1, std::memory_order_relaxed);  // tells the helper to keep off
+    if (!advance_pipelines) {
+      std::unique_lock lock(mutex_, std::try_to_lock);
+      if (lock) network_->progress();
+      return;
+    }
+    std::lock_guard guard(mutex_);
+    network_->progress();
+    advance_background();
+  }
+  template <typename Done>
+  void until(Done done) {
+    Backoff backoff;
+    while (!done()) {
+      progress();
+      if (!done()) backoff.pause();
+    }
+  }
+
+  // Background work is registered once, at start-up, before the helper runs.
+  void add_background(BackgroundWork& work) { background_.push_back(&work); }
+  // Pipelines still waiting for buffers are not on the wire yet: a fence
+  // first lets them all go.
+  void drain_pipelines() {
+    if (pipelines_busy()) until([&] { return !pipelines_busy(); });
+  }
+  // Every background work finished (shutdown).
+  void drain_background() {
+    until([&] {
+      for (const BackgroundWork* work : background_)
+        if (work->busy()) return false;
+      return true;
+    });
+  }
+
+  void start_helper();
+  void stop_helper();
+  bool helper_running() const { return helper_.joinable(); }
+  // Wakes the helper at once: a nonblocking call left pipeline work. Even a
+  // serving helper may be asleep on the network's wakeup, which a pipeline
+  // copying through the CPU (UCX within one host) never fires.
+  void kick_helper();
+
+ private:
+  int advance_background(std::size_t new_chunks = SIZE_MAX) {
+    int events = 0;
+    for (BackgroundWork* work : background_)
+      if (work->busy()) events += work->advance(new_chunks);
+    return events;
+  }
+  bool pipelines_busy() const {
+    for (const BackgroundWork* work : background_)
+      if (work->is_pipeline() && work->busy()) return true;
+    return false;
+  }
+  void helper_loop(int wakeup);
+  void place_helper();
+
+  const Settings& settings_;
+  int rank_;
+  platform::Network* network_;
+  std::mutex mutex_;
+  std::vector<BackgroundWork*> background_;
+  std::thread helper_;
+  std::atomic<std::uint64_t> application_progress_{0};
+  int stop_ = -1;  // eventfd: the helper ends
+  int kick_ = -1;  // eventfd: pipeline work for the helper
+};
+
+}  // namespace armci
