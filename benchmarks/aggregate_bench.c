@@ -98,21 +98,24 @@ static double batch(struct bench *b, enum op op, enum method m) {
       ARMCI_INIT_HANDLE(&h);
       ARMCI_SET_AGGREGATE_HANDLE(&h);
       for (long i = 0; i < n; i++)
-        BENCH_CHECK(ARMCI_NbPut(loc + i * stride, rem + i * stride, 8, TARGET, &h), "ARMCI_NbPut (operation %ld of the batch)", i);
+        BENCH_CHECK(ARMCI_NbPut(loc + i * stride, rem + i * stride, 8, TARGET, &h),
+                    "ARMCI_NbPut (operation %ld of the batch)", i);
       BENCH_CHECK(ARMCI_Wait(&h), "ARMCI_Wait on the aggregate handle of %ld operations", n);
       ARMCI_UNSET_AGGREGATE_HANDLE(&h);
       break;
     case M_NB:
       for (long i = 0; i < n; i++) {
         ARMCI_INIT_HANDLE(&b->handles[i]);
-        BENCH_CHECK(ARMCI_NbPut(loc + i * stride, rem + i * stride, 8, TARGET, &b->handles[i]), "ARMCI_NbPut (operation %ld of the batch)", i);
+        BENCH_CHECK(ARMCI_NbPut(loc + i * stride, rem + i * stride, 8, TARGET, &b->handles[i]),
+                    "ARMCI_NbPut (operation %ld of the batch)", i);
       }
       for (long i = 0; i < n; i++)
         BENCH_CHECK(ARMCI_Wait(&b->handles[i]), "ARMCI_Wait (operation %ld of the batch)", i);
       break;
     default:
       for (long i = 0; i < n; i++)
-        BENCH_CHECK(ARMCI_Put(loc + i * stride, rem + i * stride, 8, TARGET), "ARMCI_Put (operation %ld of the batch)", i);
+        BENCH_CHECK(ARMCI_Put(loc + i * stride, rem + i * stride, 8, TARGET),
+                    "ARMCI_Put (operation %ld of the batch)", i);
       break;
     }
     ARMCI_Fence(TARGET);
@@ -122,21 +125,24 @@ static double batch(struct bench *b, enum op op, enum method m) {
       ARMCI_INIT_HANDLE(&h);
       ARMCI_SET_AGGREGATE_HANDLE(&h);
       for (long i = 0; i < n; i++)
-        BENCH_CHECK(ARMCI_NbGet(rem + i * stride, loc + i * stride, 8, TARGET, &h), "ARMCI_NbGet (operation %ld of the batch)", i);
+        BENCH_CHECK(ARMCI_NbGet(rem + i * stride, loc + i * stride, 8, TARGET, &h),
+                    "ARMCI_NbGet (operation %ld of the batch)", i);
       BENCH_CHECK(ARMCI_Wait(&h), "ARMCI_Wait on the aggregate handle of %ld operations", n);
       ARMCI_UNSET_AGGREGATE_HANDLE(&h);
       break;
     case M_NB:
       for (long i = 0; i < n; i++) {
         ARMCI_INIT_HANDLE(&b->handles[i]);
-        BENCH_CHECK(ARMCI_NbGet(rem + i * stride, loc + i * stride, 8, TARGET, &b->handles[i]), "ARMCI_NbGet (operation %ld of the batch)", i);
+        BENCH_CHECK(ARMCI_NbGet(rem + i * stride, loc + i * stride, 8, TARGET, &b->handles[i]),
+                    "ARMCI_NbGet (operation %ld of the batch)", i);
       }
       for (long i = 0; i < n; i++)
         BENCH_CHECK(ARMCI_Wait(&b->handles[i]), "ARMCI_Wait (operation %ld of the batch)", i);
       break;
     default:
       for (long i = 0; i < n; i++)
-        BENCH_CHECK(ARMCI_Get(rem + i * stride, loc + i * stride, 8, TARGET), "ARMCI_Get (operation %ld of the batch)", i);
+        BENCH_CHECK(ARMCI_Get(rem + i * stride, loc + i * stride, 8, TARGET),
+                    "ARMCI_Get (operation %ld of the batch)", i);
       break;
     }
   }

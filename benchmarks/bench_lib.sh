@@ -31,6 +31,7 @@ bench_init() {
   read -r -a armci_mpi_libs <<< "${ARMCI_MPI_LIBS:--larmci-openmpi}"
   results=${RESULTS_DIR:-$build_dir/bench-results}
   mkdir -p "$results" "$build_dir/benchmarks"
+  bench_csvs=()
 }
 
 # bench_make PROGRAM...: keeps our binaries in step with the sources when
@@ -107,7 +108,8 @@ bench_check_links() {
 # $results/NAME.csv and the output to NAME.txt. A failed run (a data check
 # included) or one that wrote no CSV ends the script with the log's tail.
 # Prints the run's "# run:" line and warns when rank 0 had the CPU less
-# than 90% of the time (other load was running).
+# than 90% of the time (other load was running). bench_csvs collects the
+# CSVs of this script's runs, for bench_plot.
 bench_run() {
   local name=$1 bin=$2 settings=$3 s
   shift 3
@@ -123,6 +125,7 @@ bench_run() {
     echo "$bench_me: $name failed (exit status $rc; log $log)" >&2
     exit 1
   fi
+  bench_csvs+=("$csv")
   awk -v name="$name" '/^# run:/ {
       print "   " $0
       for (i = 1; i <= NF; i++) if ($i == "cpu/wall") share = $(i + 1) + 0
@@ -131,12 +134,14 @@ bench_run() {
     }' "$log"
 }
 
-# bench_plot OUT_DIR CSV_OR_DIR...: PNG charts of the CSVs
-# (benchmarks/plot.py) into OUT_DIR; PLOT=0 skips it. Needs python3-matplotlib.
+# bench_plot OUT_DIR [CSV_OR_DIR...]: PNG charts (benchmarks/plot.py) of the
+# CSVs, by default those of this script's runs (bench_csvs), into OUT_DIR;
+# PLOT=0 skips it. Needs python3-matplotlib.
 bench_plot() {
   [ "${PLOT:-1}" = 0 ] && return 0
   local out=$1
   shift
+  [ $# -gt 0 ] || set -- "${bench_csvs[@]}"
   # Debian's matplotlib belongs to /usr/bin/python3, which another python3
   # (pyenv, a venv) may come before in PATH.
   local py

@@ -29,12 +29,10 @@ ours="$build_dir/benchmarks/contig_bench"
 theirs="$build_dir/benchmarks/contig_bench_armci_mpi"
 
 # Alternating the two builds spreads slow drifts in machine load over both.
-csvs=()
 for ((i = 1; i <= runs; i++)); do
   echo "-- run $i/$runs"
   bench_run "libarmci.$i" "$ours" "" "$@"
   bench_run "armci-mpi.$i" "$theirs" "" "$@"
-  csvs+=("$results/libarmci.$i.csv" "$results/armci-mpi.$i.csv")
 done
 
 python3 - "$results" "$runs" <<'PY'
@@ -128,4 +126,4 @@ for op, lr, br in summary:
 print(f"\nruns per build: {runs}; CSVs and logs in {results}; merged table: {out_path}")
 PY
 
-bench_plot "$results/plots" "${csvs[@]}"
+bench_plot "$results/plots"

@@ -8,7 +8,7 @@ count and rank 0's CPU binding; a directory stands for every *.csv in it
 (files without a `bench` column, such as the merged compare.csv, are passed
 over). Rows of one program are drawn together: one PNG per program, named
 after it, in OUTDIR (default: the folder of the first input). CSVs whose
-series (impl, path, protocol, target) coincide are repeats of one
+series (impl, path, mode, protocol, target) coincide are repeats of one
 configuration (RUNS=N of the compare scripts): the median of each value is
 drawn. Needs matplotlib (Debian: python3-matplotlib).
 """
@@ -26,7 +26,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
-SERIES_COLUMNS = ("impl", "path", "protocol", "target")
+SERIES_COLUMNS = ("impl", "path", "mode", "protocol", "target")
 IMPL_STYLE = {"libarmci": "-", "armci-mpi": "--"}
 BINDING_WORDS = {"core": "each rank bound to one core (as mpirun binds by default)",
                  "none": "ranks not bound (--bind-to none)"}
@@ -68,8 +68,9 @@ def read_inputs(paths):
     return by_bench
 
 
-def series_of(row):
-    return tuple(row.get(c, "") for c in SERIES_COLUMNS)
+def series_of(row, on_x_axis=()):
+    """The configuration a row belongs to; columns drawn on the x axis are not part of it."""
+    return tuple("" if c in on_x_axis else row.get(c, "") for c in SERIES_COLUMNS)
 
 
 def series_label(series, all_series):
@@ -79,11 +80,16 @@ def series_label(series, all_series):
         values = {s[i] for s in all_series}
         if len(values) > 1 or col == "impl":
             v = series[i]
-            if col == "path" and v == "mpi":
+            if col != "impl" and v in ("mpi", "armci-mpi"):
                 continue
             if v:
                 parts.append(v)
     return " ".join(parts)
+
+
+def ordered(series):
+    """libarmci's series first, then the references."""
+    return sorted(series, key=lambda s: (s[0] != "libarmci", s))
 
 
 def medians(rows, key, value_cols):
@@ -152,7 +158,7 @@ def line(ax, xs, ys, label, color, style="-", lo=None, hi=None, marker="o"):
 def plot_contig(rows, out_dir):
     cols = ("lat_us_median", "bw_MBps_median", "lat_us_q1", "lat_us_q3", "bw_MBps_q1", "bw_MBps_q3")
     cells = medians(rows, lambda r: (series_of(r), r["op"], int(r["size"])), cols)
-    all_series = sorted({k[0] for k in cells}, key=lambda s: s[0] != "libarmci")
+    all_series = ordered({k[0] for k in cells})
     ours = [s for s in all_series if s[0] == "libarmci"]
     theirs = [s for s in all_series if s[0] == "armci-mpi"]
     ops = [op for op in ("put", "get", "acc", "put+fence") if any(k[1] == op for k in cells)]
@@ -224,7 +230,7 @@ def plot_contig(rows, out_dir):
 
 def plot_strided(rows, out_dir):
     cells = medians(rows, lambda r: (series_of(r), r["op"], int(r["piece"])), ("bw_MBps_median",))
-    all_series = sorted({k[0] for k in cells})
+    all_series = ordered({k[0] for k in cells})
     pieces = sorted({k[2] for k in cells})
     fig, axes = plt.subplots(1, 2, figsize=(13, 5.5))
     cmap = plt.get_cmap("tab10")
@@ -247,7 +253,7 @@ def plot_strided(rows, out_dir):
 def plot_vector(rows, out_dir):
     cells = medians(rows, lambda r: (series_of(r), r["op"], int(r["rows"]), int(r["cols"])),
                     ("bw_MBps_median",))
-    all_series = sorted({k[0] for k in cells})
+    all_series = ordered({k[0] for k in cells})
     row_counts = sorted({k[2] for k in cells})
     cols = sorted({k[3] for k in cells})
     fig, axes = plt.subplots(1, len(row_counts), figsize=(6.5 * len(row_counts), 5.5), squeeze=False)
@@ -276,7 +282,7 @@ def plot_overlap(rows, out_dir):
     rows = [r for r in rows if abs(number(r.get("c_frac")) - 1) < 1e-9]
     cells = medians(rows, lambda r: (series_of(r), r["op"], int(r["bytes"])),
                     ("t_comm_us", "t_total_us", "overlap_pct"))
-    all_series = sorted({k[0] for k in cells})
+    all_series = ordered({k[0] for k in cells})
     sizes = sorted({k[2] for k in cells})
     fig, (ax_t, ax_o) = plt.subplots(1, 2, figsize=(13, 5.5))
     cmap = plt.get_cmap("tab10")
@@ -302,7 +308,7 @@ def plot_overlap(rows, out_dir):
 def plot_target_busy(rows, out_dir):
     cells = medians(rows, lambda r: (series_of(r), r["op"], int(r["bytes"])),
                     ("idle_MBps", "busy_MBps", "busy_over_idle"))
-    all_series = sorted({k[0] for k in cells})
+    all_series = ordered({k[0] for k in cells})
     sizes = sorted({k[2] for k in cells})
     ops = [op for op in ("get", "put", "nbget", "nbput") if any(k[1] == op for k in cells)]
     colors = dict(zip(ops, ("tab:blue", "tab:orange", "tab:cyan", "tab:red")))
@@ -329,19 +335,21 @@ def plot_target_busy(rows, out_dir):
 
 # ------------------------------------------------------------------ bar charts
 
-def bars(rows, out_dir, name, title, group_key, value_col, ylabel, log=False):
-    cells = medians(rows, lambda r: (series_of(r), group_key(r)), (value_col,))
-    all_series = sorted({k[0] for k in cells})
+def bars(rows, out_dir, name, title, group_cols, value_col, ylabel, log=False):
+    """Grouped bars: one group per value of group_cols, one bar per series."""
+    cells = medians(rows, lambda r: (series_of(r, group_cols), tuple(r[c] for c in group_cols)),
+                    (value_col,))
+    all_series = ordered({k[0] for k in cells})
     groups = list(collections.OrderedDict((k[1], None) for k in cells))
     width = 0.8 / max(1, len(all_series))
-    fig, ax = plt.subplots(figsize=(max(7, 0.9 * len(groups) * max(1, len(all_series)) + 3), 5.5))
+    fig, ax = plt.subplots(figsize=(min(16, max(7, 0.35 * len(groups) * len(all_series) + 3)), 5.5))
     cmap = plt.get_cmap("tab10")
     for i, series in enumerate(all_series):
         xs = [g + (i - (len(all_series) - 1) / 2) * width for g in range(len(groups))]
         ys = [cells.get((series, grp), {}).get(value_col, math.nan) for grp in groups]
         ax.bar(xs, ys, width, label=series_label(series, all_series), color=cmap(i % 10))
     ax.set_xticks(range(len(groups)))
-    ax.set_xticklabels([" ".join(g) if isinstance(g, tuple) else g for g in groups], rotation=30,
+    ax.set_xticklabels([" ".join(g) for g in groups], rotation=30,
                        ha="right", fontsize=8)
     if log:
         ax.set_yscale("log")
@@ -359,16 +367,16 @@ PLOTTERS = {
     "target_busy": plot_target_busy,
     "aggregate_bench": lambda rows, out: bars(
         rows, out, "aggregate_bench", "aggregate_bench: N 8-byte puts/gets, three ways",
-        lambda r: (r["op"], r["way"]), "per_op_us", "µs per operation (median)", log=True),
+        ("op", "way"), "per_op_us", "µs per operation (median)", log=True),
     "rmw_bench": lambda rows, out: bars(
         rows, out, "rmw_bench", "rmw_bench: ARMCI_Rmw and mutex latency",
-        lambda r: (r["op"], r["target"]), "lat_us_median", "µs per operation (median)", log=True),
+        ("op", "target"), "lat_us_median", "µs per operation (median)", log=True),
     "gups": lambda rows, out: bars(
-        rows, out, "gups", "gups: RandomAccess updates over ARMCI", lambda r: (r["variant"],), "gups",
+        rows, out, "gups", "gups: RandomAccess updates over ARMCI", ("variant",), "gups",
         "GUPS (10^9 updates/s, all ranks)", log=True),
     "helper_cost": lambda rows, out: bars(
         rows, out, "helper_cost", "helper_cost: compute rate under the library's helper settings",
-        lambda r: (r["mode"], r["helper"], f"rank{r['rank']}"), "gflops_median", "kernel Gflop/s (median)"),
+        ("mode", "helper", "rank"), "gflops_median", "kernel Gflop/s (median), by mode, helper, rank"),
 }
 
 
