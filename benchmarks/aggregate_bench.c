@@ -200,7 +200,6 @@ static const struct bench_col columns[] = {
     {"per_op_us", "per_op_us", COL_DOUBLE, 11, 4, 5},
     {"ratio", "ratio_to_blk", COL_DOUBLE, 9, 3, 4},
     {"what", NULL, COL_STR, -1, 0, 0},
-    {NULL, "samples", COL_LONG, 0, 0, 0},
 };
 static const struct bench_table table = BENCH_TABLE(columns);
 
@@ -220,8 +219,7 @@ static void parse_args(int argc, char **argv, struct config *c) {
       {'S', "stride", OPT_BYTES, &c->stride, 8, 1L << 20, "BYTES",
        "bytes from one 8-byte slot to the next, a multiple of 8\n(the gaps are checked to stay untouched)",
        NULL, NULL, 0, NULL},
-      {'r', "reps", OPT_INT, &c->reps, 1, BENCH_MAX_REPS, "N", "batches per way, median reported", NULL, NULL,
-       0, NULL},
+      BENCH_OPT_REPS('r', &c->reps, NULL),
       BENCH_OPT_WARMUP(&c->warmup),
       {'o', "ops", OPT_SET, &c->ops, 0, 0, "LIST", "put, get or both", op_names, NULL, 0, NULL},
       BENCH_OPT_CSV('c', &c->csv_path),
@@ -257,7 +255,7 @@ int main(int argc, char **argv) {
     b->local = ARMCI_Malloc_local((armci_size_t)span);
     if (!b->local)
       die("ARMCI_Malloc_local of %zu bytes failed", span);
-    bench_csv_open(cfg->csv_path, &table);
+    bench_csv_open(cfg->csv_path, &table, cfg->reps);
     printf("# aggregate_bench impl=%s path=%s binding=%s n=%ld stride=%ld reps=%d\n", IMPL_NAME,
            transfer_path(), bench_binding(), cfg->n, cfg->stride, cfg->reps);
     print_settings(stdout);
@@ -281,7 +279,7 @@ int main(int argc, char **argv) {
       for (int m = 0; m < NMETHODS; m++) {
         const double t = bench_median(b->sec[op][m], cfg->reps);
         bench_row(&table, transfer_path(), op_names[op], method_names[m], cfg->n, cfg->stride, t * 1e6,
-                  t * 1e6 / (double)cfg->n, t / blk, method_what[op][m], (long)cfg->reps);
+                  t * 1e6 / (double)cfg->n, t / blk, method_what[op][m]);
       }
     }
     bench_csv_finish();

@@ -104,6 +104,19 @@ static void phase_end(struct phase_ctl *pc) {
   }
 }
 
+/* -b: the target computes; -T: how long at most (phase_ctl.limit_s). */
+#define BUSY_TARGET_OPTS(pc)                                                                        \
+  {'b', "busy", OPT_FLAG, &(pc)->busy, 0, 0, NULL,                                                 \
+   "busy target: rank 1 computes without library calls until rank 0\n"                            \
+   "puts a stop word into its memory",                                                            \
+   NULL, NULL, 0, NULL},                                                                          \
+      BENCH_OPT_TIMEOUT('T', &(pc)->limit_s)
+
+/* The first columns of both tables: what was measured and how. */
+#define CONFIG_COLUMNS                                                                              \
+  {"op", "op", COL_STR, -11, 0, 0}, {"path", "path", COL_STR, -7, 0, 0},                           \
+      {"protocol", "protocol", COL_STR, -9, 0, 0}, {"target", "target", COL_STR, -6, 0, 0}
+
 /* The control regions (collective); limit_s and busy as the options say. */
 static void phase_ctl_init(struct phase_ctl *pc) {
   pc->ctl = malloc(sizeof(char *) * (size_t)armci_msg_nproc());

@@ -237,12 +237,8 @@ static void parse_args(int argc, char **argv, struct config *c) {
        NULL, &c->nsizes, MAX_SIZES, NULL},
       {'o', "offset", OPT_BYTES, &c->offset, 0, PAGE - GUARD, "BYTES",
        "destination offset of the *_oOFFSET rows; 0 leaves them out", NULL, NULL, 0, NULL},
-      {'r', "reps", OPT_INT, &c->reps, 1, BENCH_MAX_REPS, "N",
-       "samples per measurement, each from its own pass over all\nops and sizes; the median is reported "
-       "(3 with -q)",
-       NULL, NULL, 0, &reps_given},
-      {'t', "sample-ms", OPT_MS, &c->rep_seconds, 1e-3, 10000, "MS",
-       "target length of one sample in ms (3 with -q)", NULL, NULL, 0, &time_given},
+      BENCH_OPT_REPS('r', &c->reps, &reps_given),
+      BENCH_OPT_SAMPLE_MS('t', &c->rep_seconds, &time_given),
       BENCH_OPT_WARMUP(&c->warmup),
       {'w', "window", OPT_INT, &c->max_window, 1, 4096, "N", "most nonblocking operations in one window", NULL,
        NULL, 0, NULL},
@@ -477,7 +473,6 @@ static const struct bench_col columns[] = {
     {NULL, "lat_us_q3", COL_DOUBLE, 0, 0, 4},
     {NULL, "bw_MBps_q1", COL_DOUBLE, 0, 0, 2},
     {NULL, "bw_MBps_q3", COL_DOUBLE, 0, 0, 2},
-    {NULL, "samples", COL_LONG, 0, 0, 0},
 };
 static const struct bench_table table = BENCH_TABLE(columns);
 
@@ -492,7 +487,7 @@ static void print_results(const struct bench *b) {
       const double mbw = cell_bw(b, memcpy_row_for(b, ri), si).median;
       bench_row(&table, row->name, b->sizes[si], lat.median * 1e6, bw.median,
                 row->kind == K_MEMCPY ? NAN : (double)b->cells[ri][si].window, mbw, bw.median / mbw,
-                lat.q1 * 1e6, lat.q3 * 1e6, bw.q1, bw.q3, (long)b->cfg.reps);
+                lat.q1 * 1e6, lat.q3 * 1e6, bw.q1, bw.q3);
     }
   }
 }
@@ -538,7 +533,7 @@ int main(int argc, char **argv) {
     b->dst = region_of(dst_base);
     memset(src_base, 0, buf_bytes);
     memset(dst_base, 0, buf_bytes);
-    bench_csv_open(cfg->csv_path, &table);
+    bench_csv_open(cfg->csv_path, &table, cfg->reps);
     printf("# contig_bench impl=%s nproc=%d binding=%s reps=%d rep_ms=%.1f max_size=%ld offset=%ld "
            "max_window=%d quick=%d\n",
            IMPL_NAME, nproc, bench_binding(), cfg->reps, cfg->rep_seconds * 1e3, cfg->max_size,

@@ -31,7 +31,6 @@
 #define POLY 0x0000000000000007ULL
 #define IN_FLIGHT 1024
 #define NMUTEX 64
-#define MAX_REPS 51
 
 static int np;
 static long L_words; /* words per rank */
@@ -120,7 +119,6 @@ static const struct bench_col columns[] = {
     {"GUPS", "gups", COL_DOUBLE, 14, 6, 6},
     {"us/update", NULL, COL_DOUBLE, 10, 3, 0},
     {"errors", "errors", COL_LONG, 8, 0, 0},
-    {NULL, "samples", COL_LONG, 0, 0, 0},
 };
 static const struct bench_table results_table = BENCH_TABLE(columns);
 
@@ -138,7 +136,7 @@ int main(int argc, char **argv) {
   const struct bench_opt opts[] = {
       {'l', "log-words", OPT_INT, &log_words, 4, 30, "L", "2^L table words per rank", NULL, NULL, 0, NULL},
       {'u', "updates", OPT_LONG, &updates, 1, 1L << 40, "N", "updates per rank", NULL, NULL, 0, NULL},
-      {'r', "reps", OPT_INT, &reps, 1, MAX_REPS, "N", "repetitions, median reported", NULL, NULL, 0, NULL},
+      BENCH_OPT_REPS('r', &reps, NULL),
       {'v', "ops", OPT_SET, &chosen, 0, 0, "LIST", "variants: lock,acc,fadd,racy", variant_names, NULL, 0, NULL},
       BENCH_OPT_CSV('c', &csv_path),
       BENCH_OPT_END};
@@ -165,7 +163,7 @@ int main(int argc, char **argv) {
   int nrows = 0;
   for (int v = 0; v < NVARIANTS; v++) {
     if (!(chosen & (1 << v))) continue;
-    double times[MAX_REPS];
+    double times[BENCH_MAX_REPS];
     long errors = 0;
     for (int r = 0; r < reps; r++) {
       ARMCI_Barrier();
@@ -200,14 +198,14 @@ int main(int argc, char **argv) {
   }
 
   int exit_code = 0;
-  bench_csv_open(csv_path, &results_table);
+  bench_csv_open(csv_path, &results_table, reps);
   if (me == 0) {
     printf("# gups impl=%s mode=%s np=%d binding=%s words/rank=2^%d updates/rank=%ld reps=%d\n", IMPL_NAME, mode,
            np, bench_binding(), log_words, updates, reps);
     bench_table_header(&results_table);
     for (int i = 0; i < nrows; i++) {
       bench_row(&results_table, mode, variant_names[rows[i].v], variant_rules[rows[i].v], L_words, updates, rows[i].t,
-                rows[i].gups, rows[i].t / (double)updates * 1e6, rows[i].errors, (long)reps);
+                rows[i].gups, rows[i].t / (double)updates * 1e6, rows[i].errors);
       if (rows[i].errors != 0 && rows[i].v != V_RACY) exit_code = 3;
     }
     printf("(errors: words not back at their initial value after the inverse pass, summed over reps;"

@@ -618,15 +618,17 @@ static struct {
   size_t rows_len;
   FILE *buf;
   const struct bench_table *table;
+  int samples;
 } csv;
 
-void bench_csv_open(const char *path, const struct bench_table *t) {
+void bench_csv_open(const char *path, const struct bench_table *t, int samples) {
   if (me != 0)
     return;
   if (path && !(csv.file = fopen(path, "w")))
     die("cannot write %s: %s", path, strerror(errno));
   csv.path = path;
   csv.table = t;
+  csv.samples = samples;
   if (!(csv.buf = open_memstream(&csv.rows, &csv.rows_len)))
     die("out of memory");
 }
@@ -643,7 +645,7 @@ void bench_csv_finish(void) {
   for (int i = 0; i < csv.table->ncols; i++)
     if (csv.table->cols[i].csv)
       fprintf(out, ",%s", csv.table->cols[i].csv);
-  fprintf(out, ",bench,nprocs,binding\n");
+  fprintf(out, ",samples,bench,nprocs,binding\n");
   fwrite(csv.rows, 1, csv.rows_len, out);
   free(csv.rows);
   if (csv.file) {
@@ -715,7 +717,7 @@ static void emit_row(const struct bench_table *t, int to_table, va_list ap) {
   if (to_table && !first)
     printf("\n");
   if (to_csv)
-    fprintf(csv.buf, ",%s,%d,%s\n", bench_program, armci_msg_nproc(), bench_binding());
+    fprintf(csv.buf, ",%d,%s,%d,%s\n", csv.samples, bench_program, armci_msg_nproc(), bench_binding());
 }
 
 void bench_row(const struct bench_table *t, ...) {

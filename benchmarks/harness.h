@@ -198,23 +198,29 @@ struct bench_opt {
   int *given;                 /* set to 1 when the option was on the command line */
 };
 
-/* The options every benchmark spells the same way. */
-#define BENCH_OPT_REPS(letter, ptr)                                                                 \
+/* The options every benchmark spells the same way; `given` (or NULL) is
+ * set when the option was on the command line. */
+#define BENCH_OPT_REPS(letter, ptr, given)                                                          \
   {letter, "reps", OPT_INT, ptr, 1, BENCH_MAX_REPS, "N",                                           \
-   "samples per measurement; the median is reported", NULL, NULL, 0, NULL}
-#define BENCH_OPT_CSV(letter, ptr)                                                                 \
-  {letter, "csv", OPT_STRING, ptr, 0, 0, "FILE",                                                   \
-   "write the CSV to FILE instead of after '# CSV' on stdout", NULL, NULL, 0, NULL}
+   "samples of every measurement; the median is reported", NULL, NULL, 0, given}
+#define BENCH_OPT_SAMPLE_MS(letter, ptr, given)                                                     \
+  {letter, "sample-ms", OPT_MS, ptr, 1e-3, 1e5, "MS", "length of one sample in milliseconds",      \
+   NULL, NULL, 0, given}
+#define BENCH_OPT_WARMUP(ptr)                                                                      \
+  {0, "warmup", OPT_INT, ptr, 0, 100, "N",                                                         \
+   "extra untimed passes over every cell before the samples", NULL, NULL, 0, NULL}
 #define BENCH_OPT_SIZES(letter, arr, countp, lo, hi)                                               \
   {letter, "sizes", OPT_LIST, arr, lo, hi, "LIST",                                                 \
    "message sizes, comma list with K/M suffixes", NULL, countp,                                    \
    (int)(sizeof(arr) / sizeof((arr)[0])), NULL}
-#define BENCH_OPT_SAMPLE_MS(letter, ptr, lo, hi)                                                   \
-  {letter, "sample-ms", OPT_MS, ptr, lo, hi, "MS", "length of one sample in milliseconds",         \
-   NULL, NULL, 0, NULL}
-#define BENCH_OPT_WARMUP(ptr)                                                                      \
-  {0, "warmup", OPT_INT, ptr, 0, 100, "N",                                                         \
-   "extra untimed passes over every cell before the samples", NULL, NULL, 0, NULL}
+/* A busy target that never sees the origin's stop word gives up after this. */
+#define BENCH_OPT_TIMEOUT(letter, ptr)                                                             \
+  {letter, "timeout", OPT_DOUBLE, ptr, 1e-3, 1e6, "SECONDS",                                       \
+   "a busy target that has not seen rank 0's stop word after this\nlong gives up (error)", NULL,   \
+   NULL, 0, NULL}
+#define BENCH_OPT_CSV(letter, ptr)                                                                 \
+  {letter, "csv", OPT_STRING, ptr, 0, 0, "FILE",                                                   \
+   "write the CSV to FILE instead of after '# CSV' on stdout", NULL, NULL, 0, NULL}
 #define BENCH_OPT_END {0, NULL, OPT_FLAG, NULL, 0, 0, NULL, NULL, NULL, NULL, 0, NULL}
 
 /* Parses argv against opts (ended by BENCH_OPT_END); -h and --help print
@@ -252,8 +258,9 @@ struct bench_table {
 /* The CSV (rank 0): opened at the start so that a bad path fails before the
  * long part; its rows are kept until bench_csv_finish, which writes them to
  * the file, or to stdout after a "# CSV" line. Columns: impl, the table's
- * CSV columns, then bench, nprocs, binding. One CSV table per program. */
-void bench_csv_open(const char *path, const struct bench_table *t);
+ * CSV columns, then samples (per reported figure), bench, nprocs, binding.
+ * One CSV table per program. */
+void bench_csv_open(const char *path, const struct bench_table *t, int samples);
 void bench_csv_finish(void);
 
 /* The table's header line on stdout. */

@@ -66,7 +66,6 @@ static const struct bench_col columns[] = {
     {NULL, "helper", COL_STR, 0, 0, 0},
     {"rank", "rank", COL_LONG, 4, 0, 0},
     {"role", "role", COL_STR, -7, 0, 0},
-    {NULL, "runs", COL_LONG, 0, 0, 0},
     {"seconds", "seconds_median", COL_DOUBLE, 10, 4, 5},
     {"Gflop/s", "gflops_median", COL_DOUBLE, 9, 3, 4},
     {"min", "gflops_min", COL_DOUBLE, 9, 3, 4},
@@ -91,8 +90,7 @@ static void parse_args(int argc, char **argv, struct config *c) {
   c->put_bytes = 4096;
   c->csv_path = NULL;
   const struct bench_opt opts[] = {
-      {'k', "reps", OPT_INT, &c->runs, 1, BENCH_MAX_REPS, "N", "kernel runs per rank, median reported", NULL,
-       NULL, 0, NULL},
+      BENCH_OPT_REPS('k', &c->runs, NULL),
       {'d', "seconds", OPT_DOUBLE, &c->seconds, 1e-3, 60, "SECONDS", "length of one run", NULL, NULL, 0, NULL},
       {'m', "mode", OPT_CHOICE, &c->mixed, 0, 0, "idle|mixed",
        "idle: no communication; mixed: rank 1 puts to rank 0 while both\ncompute", mode_names, NULL, 0, NULL},
@@ -138,7 +136,7 @@ int main(int argc, char **argv) {
     die("ARMCI_Malloc_local of %ld bytes failed", cfg.put_bytes);
 
   kernel_init();
-  bench_csv_open(cfg.csv_path, &table);
+  bench_csv_open(cfg.csv_path, &table, cfg.runs);
 
   /* Every rank sizes its own kernel; rates, not times, are compared. */
   ARMCI_Barrier();
@@ -232,7 +230,7 @@ int main(int argc, char **argv) {
     for (int r = 0; r < nproc; r++) {
       const double *s = all + r * NSTATS;
       bench_row(&table, path, mode, helper_setting(), (long)r, cfg.mixed && r == 1 ? "putter" : "compute",
-                (long)cfg.runs, s[S_SECONDS], s[S_RATE], s[S_RATE_MIN], s[S_RATE_MAX], s[S_CPU_RATE],
+                s[S_SECONDS], s[S_RATE], s[S_RATE_MIN], s[S_RATE_MAX], s[S_CPU_RATE],
                 s[S_MAIN_CPU], s[S_OTHER_CPU], s[S_PUTS]);
     }
     bench_csv_finish();

@@ -32,7 +32,6 @@
 #include "bench_compute.h"
 
 #define PAGE 4096
-#define MAX_REPS 51 /* the cells are large: fewer samples than the harness allows */
 #define MAX_SIZES 24
 #define MAX_FRACS 17
 #define ORIGIN 0
@@ -62,11 +61,11 @@ struct config {
 struct cell {
   long k, rounds;                  /* batch length and batches per sample */
   long units;                      /* kernel units of C = 1.0 * t_comm */
-  double comm[MAX_FRACS][MAX_REPS];    /* Nb + Wait (+ Fence) */
-  double comp[MAX_FRACS][MAX_REPS];    /* compute alone */
-  double total[MAX_FRACS][MAX_REPS];   /* Nb, compute, Wait (+ Fence) */
-  double comp_ov[MAX_FRACS][MAX_REPS]; /* the kernel part of `total` */
-  double comp_in[MAX_FRACS][MAX_REPS]; /* the kernel part of `comp` */
+  double comm[MAX_FRACS][BENCH_MAX_REPS];    /* Nb + Wait (+ Fence) */
+  double comp[MAX_FRACS][BENCH_MAX_REPS];    /* compute alone */
+  double total[MAX_FRACS][BENCH_MAX_REPS];   /* Nb, compute, Wait (+ Fence) */
+  double comp_ov[MAX_FRACS][BENCH_MAX_REPS]; /* the kernel part of `total` */
+  double comp_in[MAX_FRACS][BENCH_MAX_REPS]; /* the kernel part of `comp` */
 };
 
 struct bench {
@@ -346,7 +345,6 @@ static const struct bench_col columns[] = {
     {"compute_us", "compute_us", COL_DOUBLE, 11, 3, 4},
     {"overlap_pct", "overlap_pct", COL_DOUBLE, 12, 1, 2},
     {"compute_slowdown", "compute_slowdown", COL_DOUBLE, 17, 3, 4},
-    {NULL, "samples", COL_LONG, 0, 0, 0},
 };
 static const struct bench_table table = BENCH_TABLE(columns);
 
@@ -362,8 +360,7 @@ static void print_tables(const struct bench *b) {
         struct result r = result_of(b, (enum op)op, si, f);
         (f == b->main_frac ? bench_row : bench_csv_row)(
             &table, transfer_path(), b->cfg.busy ? "busy" : "idle", op_names[op], b->cfg.sizes[si],
-            b->fracs[f], r.t_comm * 1e6, r.t_total * 1e6, r.comp * 1e6, r.overlap, r.slowdown,
-            (long)b->cfg.reps);
+            b->fracs[f], r.t_comm * 1e6, r.t_total * 1e6, r.comp * 1e6, r.overlap, r.slowdown);
       }
   }
   if (!b->cfg.sweep)
@@ -422,17 +419,14 @@ static void parse_args(int argc, char **argv, struct config *c) {
   const struct bench_opt opts[] = {
       {'o', "ops", OPT_SET, &c->ops, 0, 0, "LIST", "get, put or both", op_names, NULL, 0, NULL},
       BENCH_OPT_SIZES('s', c->sizes, &c->nsizes, 1, 1L << 30),
-      {'r', "reps", OPT_INT, &c->reps, 1, MAX_REPS, "N", "samples per measurement, median reported", NULL,
-       NULL, 0, NULL},
+      BENCH_OPT_REPS('r', &c->reps, NULL),
       BENCH_OPT_WARMUP(&c->warmup),
-      {'m', "sample-ms", OPT_MS, &c->sample_s, 1e-3, 10000, "MS", "length of one t_comm sample in ms", NULL,
-       NULL, 0, NULL},
+      BENCH_OPT_SAMPLE_MS('m', &c->sample_s, NULL),
       {'t', "target", OPT_CHOICE, &c->busy, 0, 0, "idle|busy",
        "idle: rank 1 waits in ARMCI_Barrier; busy: rank 1 spins without\n"
        "library calls until rank 0 puts a flag into its memory",
        target_names, NULL, 0, NULL},
-      {'T', "timeout", OPT_DOUBLE, &c->timeout_s, 1e-3, 1e6, "SECONDS",
-       "-t busy: give up (error) when the flag has not come after this long", NULL, NULL, 0, NULL},
+      BENCH_OPT_TIMEOUT('T', &c->timeout_s),
       {'S', "sweep", OPT_FLAG, &c->sweep, 0, 0, NULL,
        "also sweep C = 0, t_comm/4, ..., 2 t_comm and report the largest C\n"
        "with t_total <= max(t_comm, C) * (1 + TOL)",
@@ -503,7 +497,7 @@ int main(int argc, char **argv) {
     }
     b->local = local_base;
     memset(b->local, 0, (size_t)max_size);
-    bench_csv_open(cfg->csv_path, &table);
+    bench_csv_open(cfg->csv_path, &table, cfg->reps);
   }
   ARMCI_Barrier();
   /* Calibrated with the target in the barrier, as the idle runs find it. */

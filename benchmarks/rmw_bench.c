@@ -191,7 +191,6 @@ static const struct bench_col columns[] = {
     {"lat_us", "lat_us_median", COL_DOUBLE, 12, 3, 4},
     {"min_us", "lat_us_min", COL_DOUBLE, 12, 3, 4},
     {"Mops/s", "mops_median", COL_DOUBLE, 12, 3, 4},
-    {NULL, "samples", COL_LONG, 0, 0, 0},
 };
 static const struct bench_table table = BENCH_TABLE(columns);
 
@@ -208,10 +207,8 @@ int main(int argc, char **argv) {
   long n = 2000;
   const char *csv_path = NULL;
   const struct bench_opt opts[] = {
-      {'r', "reps", OPT_INT, &reps, 1, BENCH_MAX_REPS, "N", "samples per cell, median reported (3 with -q)", NULL,
-       NULL, 0, &reps_given},
-      {'t', "sample-ms", OPT_MS, &sample_s, 1e-3, 1e5, "MS", "length of one latency sample (2 with -q)", NULL,
-       NULL, 0, &time_given},
+      BENCH_OPT_REPS('r', &reps, &reps_given),
+      BENCH_OPT_SAMPLE_MS('t', &sample_s, &time_given),
       {'n', "count", OPT_LONG, &n, 1, 1L << 40, "N",
        "lock/unlock (and fetch-add) pairs per rank per contended sample\n(500 with -q)", NULL, NULL, 0,
        &n_given},
@@ -235,7 +232,7 @@ int main(int argc, char **argv) {
   ARMCI_Barrier();
 
   const char *mode = atomics_mode();
-  bench_csv_open(csv_path, &table);
+  bench_csv_open(csv_path, &table, reps);
 
   struct bench_run run;
   bench_run_begin(&run);
@@ -256,7 +253,7 @@ int main(int argc, char **argv) {
     bench_table_header(&table);
     for (int i = 0; i < nresults; i++)
       bench_row(&table, mode, results[i].op, results[i].target, results[i].lat_us, results[i].lat_min_us,
-                results[i].mops, (long)reps);
+                results[i].mops);
     printf("(contended rows: all ranks on one location at rank 0; lat_us = wall time / all operations)\n");
     bench_csv_finish();
   }

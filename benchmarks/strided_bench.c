@@ -23,7 +23,6 @@
 
 #include "harness.h"
 
-#define MAX_REPS 51
 #define MAX_SIZES 32
 #define SOURCE_GAP 8 /* the pieces are strided on both sides */
 #define FILL 0xA5    /* what a check's destination holds before the transfer */
@@ -116,10 +115,7 @@ static void check(enum kind k, char *local, char *remote, char *scratch, char *b
 
 /* ------------------------------------------------------------ settings */
 static const struct bench_col columns[] = {
-    {"op", "op", COL_STR, -11, 0, 0},
-    {"path", "path", COL_STR, -7, 0, 0},
-    {"protocol", "protocol", COL_STR, -9, 0, 0},
-    {"target", "target", COL_STR, -6, 0, 0},
+    CONFIG_COLUMNS,
     {"piece", "piece", COL_LONG, 8, 0, 0},
     {"pieces", "pieces", COL_LONG, 8, 0, 0},
     {"time_us", "time_us_median", COL_DOUBLE, 12, 2, 3},
@@ -127,7 +123,6 @@ static const struct bench_col columns[] = {
     {"tgt_cpu", NULL, COL_STR, 8, 0, 0},
     {NULL, "tgt_cpu_share", COL_DOUBLE, 0, 0, 3},
     {NULL, "tgt_cpu_baseline", COL_DOUBLE, 0, 0, 3},
-    {NULL, "samples", COL_LONG, 0, 0, 0},
 };
 static const struct bench_table table = BENCH_TABLE(columns);
 
@@ -158,18 +153,13 @@ int main(int argc, char **argv) {
   struct phase_ctl pc = {0};
   pc.limit_s = 120;
   const struct bench_opt opts[] = {
-      {'r', "reps", OPT_INT, &reps, 1, MAX_REPS, "N", "samples per piece size and kind, median reported", NULL,
-       NULL, 0, NULL},
+      BENCH_OPT_REPS('r', &reps, NULL),
       {'t', "total", OPT_BYTES, &total, 8, 1L << 30, "BYTES", "bytes per transfer", NULL, NULL, 0, NULL},
       {'p', "sizes", OPT_LIST, piece_sizes, 1, 1L << 30, "LIST",
        "piece sizes, comma list with K/M suffixes (default 8,32,...,64K up to TOTAL)", NULL, &nsizes,
        MAX_SIZES, NULL},
-      {'s', "sample-ms", OPT_MS, &sample_s, 1e-3, 1e5, "MS", "shortest sample in ms", NULL, NULL, 0, NULL},
-      {'b', "busy", OPT_FLAG, &pc.busy, 0, 0, NULL,
-       "busy target: rank 1 computes without library calls until rank 0\nputs a stop word into its memory",
-       NULL, NULL, 0, NULL},
-      {'T', "timeout", OPT_DOUBLE, &pc.limit_s, 1e-3, 1e6, "SECONDS", "most a busy target computes in one phase",
-       NULL, NULL, 0, NULL},
+      BENCH_OPT_SAMPLE_MS('s', &sample_s, NULL),
+      BUSY_TARGET_OPTS(&pc),
       BENCH_OPT_CSV('c', &csv_path),
       BENCH_OPT_END};
   bench_parse(argc, argv, opts, about);
@@ -207,7 +197,7 @@ int main(int argc, char **argv) {
   struct bench_run run_clock;
   bench_run_begin(&run_clock);
   if (me == 0) {
-    bench_csv_open(csv_path, &table);
+    bench_csv_open(csv_path, &table, reps);
     printf("# strided_bench impl=%s path=%s protocol=%s target=%s total=%ld reps=%d sample=%.1fms np=%d "
            "binding=%s (medians; MB/s = 1e6 B/s)\n",
            IMPL_NAME, path, protocol, target, total, reps, sample_s * 1e3, np, bench_binding());
@@ -226,7 +216,7 @@ int main(int argc, char **argv) {
     phase_begin(&pc);
     if (me == 0) {
       long iters[NKINDS];
-      double samples[NKINDS][MAX_REPS];
+      double samples[NKINDS][BENCH_MAX_REPS];
       const struct bench_calibration cal = {sample_s, 1.0, 0, 0, 1, 1L << 20};
       for (int k = 0; k < NKINDS; k++) {
         struct run_ctx ctx = {(enum kind)k, local, bases[1], piece, pieces};
@@ -247,7 +237,7 @@ int main(int argc, char **argv) {
       for (int k = 0; k < NKINDS; k++)
         bench_row(&table, kind_names[k], path, protocol, target, piece, pieces, results[k] * 1e6,
                   (double)moved / results[k] / 1e6, share_txt, pc.busy ? pc.tgt_share : NAN,
-                  pc.busy ? baseline : NAN, (long)reps);
+                  pc.busy ? baseline : NAN);
       fflush(stdout);
     }
   }

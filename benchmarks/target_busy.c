@@ -27,7 +27,6 @@
 
 #define PAGE 4096
 #define STATS_BYTES (64 * 1024)
-#define MAX_REPS 51
 #define MAX_SIZES 16
 #define MAX_WINDOW 256
 #define ORIGIN 0
@@ -52,9 +51,9 @@ struct config {
 struct bench {
   struct config cfg;
   long iters[NOPS][MAX_SIZES];                   /* per sample, from the idle calibration */
-  double sec[NMODES][NOPS][MAX_SIZES][MAX_REPS]; /* rank 0: seconds per operation */
-  double rate[NOPS][MAX_SIZES][MAX_REPS];        /* rank 1: kernel units/us while busy */
-  double ref_rate[MAX_REPS];                     /* rank 1: the same with no transfers */
+  double sec[NMODES][NOPS][MAX_SIZES][BENCH_MAX_REPS]; /* rank 0: seconds per operation */
+  double rate[NOPS][MAX_SIZES][BENCH_MAX_REPS];        /* rank 1: kernel units/us while busy */
+  double ref_rate[BENCH_MAX_REPS];                     /* rank 1: the same with no transfers */
   void **bases;
   unsigned char *remote, *mine, *local;
   void *remote_flag;
@@ -250,7 +249,6 @@ static const struct bench_col columns[] = {
     {"busy_MB/s", "busy_MBps", COL_DOUBLE, 11, 1, 2},
     {"busy/idle", "busy_over_idle", COL_DOUBLE, 10, 3, 4},
     {"target_compute", "target_compute", COL_DOUBLE, 15, 3, 4},
-    {NULL, "samples", COL_LONG, 0, 0, 0},
 };
 static const struct bench_table table = BENCH_TABLE(columns);
 
@@ -272,16 +270,12 @@ static void parse_args(int argc, char **argv, struct config *c) {
   c->csv_path = NULL;
   const struct bench_opt opts[] = {
       BENCH_OPT_SIZES('s', c->sizes, &c->nsizes, 1, 1L << 30),
-      {'r', "reps", OPT_INT, &c->reps, 1, MAX_REPS, "N", "samples per measurement, median reported", NULL,
-       NULL, 0, NULL},
+      BENCH_OPT_REPS('r', &c->reps, NULL),
       BENCH_OPT_WARMUP(&c->warmup),
-      {'m', "sample-ms", OPT_MS, &c->sample_s, 1e-3, 10000, "MS", "length of one sample in ms, target idle",
-       NULL, NULL, 0, NULL},
+      BENCH_OPT_SAMPLE_MS('m', &c->sample_s, NULL),
       {'w', "window", OPT_INT, &c->window, 1, MAX_WINDOW, "N", "nonblocking operations in flight", NULL, NULL,
        0, NULL},
-      {'T', "timeout", OPT_DOUBLE, &c->timeout_s, 1e-3, 1e6, "SECONDS",
-       "give up (error) when rank 1 has computed this long without the\nstop flag arriving", NULL, NULL, 0,
-       NULL},
+      BENCH_OPT_TIMEOUT('T', &c->timeout_s),
       BENCH_OPT_CSV('c', &c->csv_path),
       BENCH_OPT_END};
   bench_parse(argc, argv, opts, about);
@@ -323,7 +317,7 @@ int main(int argc, char **argv) {
     if (!b->local)
       die("ARMCI_Malloc_local of %ld bytes failed", max_size);
     memset(b->local, 0, (size_t)max_size);
-    bench_csv_open(cfg->csv_path, &table);
+    bench_csv_open(cfg->csv_path, &table, cfg->reps);
     printf("# target_busy impl=%s path=%s binding=%s reps=%d sample_ms=%.1f window=%d\n", IMPL_NAME,
            transfer_path(), bench_binding(), cfg->reps, cfg->sample_s * 1e3, cfg->window);
     print_settings(stdout);
@@ -364,8 +358,7 @@ int main(int argc, char **argv) {
         const double busy = bytes / bench_median(b->sec[BUSY][op][si], cfg->reps) * 1e-6;
         const double trate = ref > 0 ? stats[op * cfg->nsizes + si] / ref : 0;
         bench_row(&table, transfer_path(), op_names[op], cfg->sizes[si],
-                  (long)((op == OP_NBGET || op == OP_NBPUT) ? cfg->window : 1), idle, busy, busy / idle, trate,
-                  (long)cfg->reps);
+                  (long)((op == OP_NBGET || op == OP_NBPUT) ? cfg->window : 1), idle, busy, busy / idle, trate);
       }
     bench_csv_finish();
     fflush(stdout);

@@ -35,7 +35,6 @@
 
 #define COLS 4096 /* ints per row */
 #define ROW_BYTES (COLS * (long)sizeof(int))
-#define MAX_REPS 51
 #define MAX_LIST 32
 
 enum kind { K_GETS, K_GETV, K_GET_CONTIG, K_PUTS, K_PUTV, K_PUT_CONTIG, NKINDS };
@@ -141,10 +140,7 @@ static void check(enum kind k, struct layout *L, const int *image, int *scratch,
 
 /* ------------------------------------------------------------ settings */
 static const struct bench_col columns[] = {
-    {"op", "op", COL_STR, -11, 0, 0},
-    {"path", "path", COL_STR, -7, 0, 0},
-    {"protocol", "protocol", COL_STR, -9, 0, 0},
-    {"target", "target", COL_STR, -6, 0, 0},
+    CONFIG_COLUMNS,
     {"rows", "rows", COL_LONG, 5, 0, 0},
     {"cols", "cols", COL_LONG, 5, 0, 0},
     {"bytes", "bytes", COL_LONG, 9, 0, 0},
@@ -153,7 +149,6 @@ static const struct bench_col columns[] = {
     {"vs_contig", "vs_contig", COL_DOUBLE, 9, 3, 4},
     {"tgt_cpu", "tgt_cpu_share", COL_DOUBLE, 8, 2, 3},
     {NULL, "tgt_cpu_baseline", COL_DOUBLE, 0, 0, 3},
-    {NULL, "samples", COL_LONG, 0, 0, 0},
 };
 static const struct bench_table table = BENCH_TABLE(columns);
 
@@ -188,14 +183,9 @@ int main(int argc, char **argv) {
        NULL},
       {'C', "cols", OPT_LIST, cols_list, 1, COLS, "LIST", "column counts C, comma list", NULL, &ncols, MAX_LIST,
        NULL},
-      {'r', "reps", OPT_INT, &reps, 1, MAX_REPS, "N", "samples per (M, C) and kind, median reported", NULL,
-       NULL, 0, NULL},
-      {'s', "sample-ms", OPT_MS, &sample_s, 1e-3, 1e5, "MS", "shortest sample in ms", NULL, NULL, 0, NULL},
-      {'b', "busy", OPT_FLAG, &pc.busy, 0, 0, NULL,
-       "busy target: rank 1 computes without library calls until rank 0\nputs a stop word into its memory",
-       NULL, NULL, 0, NULL},
-      {'T', "timeout", OPT_DOUBLE, &pc.limit_s, 1e-3, 1e6, "SECONDS", "most a busy target computes in one phase",
-       NULL, NULL, 0, NULL},
+      BENCH_OPT_REPS('r', &reps, NULL),
+      BENCH_OPT_SAMPLE_MS('s', &sample_s, NULL),
+      BUSY_TARGET_OPTS(&pc),
       BENCH_OPT_CSV('c', &csv_path),
       BENCH_OPT_END};
   bench_parse(argc, argv, opts, about);
@@ -230,7 +220,7 @@ int main(int argc, char **argv) {
   struct bench_run run_clock;
   bench_run_begin(&run_clock);
   if (me == 0) {
-    bench_csv_open(csv_path, &table);
+    bench_csv_open(csv_path, &table, reps);
     printf("# vector_columns impl=%s path=%s protocol=%s target=%s reps=%d sample=%.1fms np=%d binding=%s; "
            "array rows of %ld B (medians; MB/s = 1e6 B/s)\n",
            IMPL_NAME, path, protocol, target, reps, sample_s * 1e3, np, bench_binding(), ROW_BYTES);
@@ -254,7 +244,7 @@ int main(int argc, char **argv) {
       phase_begin(&pc);
       if (me == 0) {
         long iters[NKINDS];
-        double samples[NKINDS][MAX_REPS];
+        double samples[NKINDS][BENCH_MAX_REPS];
         const struct bench_calibration cal = {sample_s, 1.0, 0, 0, 1, 1L << 20};
         for (int k = 0; k < NKINDS; k++) {
           struct run_ctx ctx = {(enum kind)k, &L, is_contig((enum kind)k) ? (char *)flat : (char *)dense};
@@ -275,7 +265,7 @@ int main(int argc, char **argv) {
         for (int k = 0; k < NKINDS; k++) {
           const double t = times[k], t_contig = times[is_put((enum kind)k) ? K_PUT_CONTIG : K_GET_CONTIG];
           bench_row(&table, kind_names[k], path, protocol, target, M, C, bytes, t * 1e6, (double)bytes / t / 1e6,
-                    t_contig / t, pc.busy ? pc.tgt_share : NAN, pc.busy ? baseline : NAN, (long)reps);
+                    t_contig / t, pc.busy ? pc.tgt_share : NAN, pc.busy ? baseline : NAN);
         }
         fflush(stdout);
       }
