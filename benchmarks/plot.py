@@ -19,6 +19,7 @@ import math
 import os
 import statistics
 import sys
+import textwrap
 
 import matplotlib
 
@@ -133,8 +134,12 @@ def log_size_axis(ax, label="bytes per operation"):
 
 
 def finish(fig, title, subtitle, out_path):
-    fig.suptitle(f"{title}\n{subtitle}", fontsize=11)
-    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    # About 12 characters of an 11-point title per inch of figure.
+    width = max(40, int(fig.get_figwidth() * 12))
+    text = "\n".join(textwrap.fill(t, width) for t in (title, subtitle))
+    fig.suptitle(text, fontsize=11)
+    lines = text.count("\n") + 1
+    fig.tight_layout(rect=(0, 0, 1, 1 - (0.15 + 0.2 * lines) / fig.get_figheight()))
     fig.savefig(out_path, dpi=110)
     plt.close(fig)
     print(f"plot: wrote {out_path}")
@@ -256,7 +261,7 @@ def plot_vector(rows, out_dir):
     all_series = ordered({k[0] for k in cells})
     row_counts = sorted({k[2] for k in cells})
     cols = sorted({k[3] for k in cells})
-    fig, axes = plt.subplots(1, len(row_counts), figsize=(6.5 * len(row_counts), 5.5), squeeze=False)
+    fig, axes = plt.subplots(1, len(row_counts), figsize=(max(10, 6.5 * len(row_counts)), 5.5), squeeze=False)
     colors = {"gets": "tab:blue", "getv": "tab:cyan", "get_contig": "tab:gray",
               "puts": "tab:orange", "putv": "tab:red", "put_contig": "black"}
     styles = ["-", "--", "-.", ":"]
@@ -266,6 +271,7 @@ def plot_vector(rows, out_dir):
                 bw = [cells.get((series, op, m, c), {}).get("bw_MBps_median", math.nan) for c in cols]
                 line(ax, cols, bw, f"{op} {series_label(series, all_series)}", color, styles[i % 4])
         ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
         ax.set_yscale("log")
         ax.set_xlabel("columns C (4-byte ints) of each 16 KiB row")
         ax.set_ylabel("MB/s (median)")
@@ -342,14 +348,16 @@ def bars(rows, out_dir, name, title, group_cols, value_col, ylabel, log=False):
     all_series = ordered({k[0] for k in cells})
     groups = list(collections.OrderedDict((k[1], None) for k in cells))
     width = 0.8 / max(1, len(all_series))
-    fig, ax = plt.subplots(figsize=(min(16, max(7, 0.35 * len(groups) * len(all_series) + 3)), 5.5))
+    fig, ax = plt.subplots(figsize=(min(16, max(10, 0.35 * len(groups) * len(all_series) + 3)), 5.5))
     cmap = plt.get_cmap("tab10")
     for i, series in enumerate(all_series):
         xs = [g + (i - (len(all_series) - 1) / 2) * width for g in range(len(groups))]
         ys = [cells.get((series, grp), {}).get(value_col, math.nan) for grp in groups]
         ax.bar(xs, ys, width, label=series_label(series, all_series), color=cmap(i % 10))
     ax.set_xticks(range(len(groups)))
-    ax.set_xticklabels([" ".join(g) for g in groups], rotation=30,
+    # A bare number (a rank) says what it is.
+    ax.set_xticklabels([" ".join(f"{c} {v}" if v.isdigit() else v for c, v in zip(group_cols, g))
+                        for g in groups], rotation=30,
                        ha="right", fontsize=8)
     if log:
         ax.set_yscale("log")
