@@ -61,7 +61,7 @@ bench_build_armci_mpi() {
   local p out log
   for p in "$@"; do
     out="$build_dir/benchmarks/${p}_armci_mpi" log="$results/build-${p}_armci_mpi.log"
-    echo "== $mpicc_cmd -O2 -o $out $script_dir/$p.c $script_dir/harness.c ${armci_mpi_libs[*]}"
+    echo "== $mpicc_cmd -O2 -o $out $script_dir/$p.c $script_dir/harness.c ${armci_mpi_libs[*]} -lm"
     "$mpicc_cmd" -O2 -o "$out" "$script_dir/$p.c" "$script_dir/harness.c" "${armci_mpi_libs[@]}" -lm \
       >"$log" 2>&1 || {
       cat "$log" >&2

@@ -212,7 +212,7 @@ def plot_contig(rows, out_dir):
                 line(ax_ratio, sizes, [m / o if o > 0 else math.nan for o, m in zip(lo, lm)],
                      f"{op} latency", colors[op], "-")
                 line(ax_ratio, sizes, [o / m if m > 0 else math.nan for o, m in zip(bo, bm)],
-                     f"{op} bandwidth", colors[op], "--", marker="s")
+                     f"{op} bandwidth", colors[op], "-.", marker="s")
         plain_log_y(ax_ratio)
         ax_ratio.axhline(1.0, color="black", linewidth=0.8)
         ax_ratio.set_ylabel("ARMCI-MPI time / libarmci time")
