@@ -20,17 +20,13 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#define BENCH_PROGRAM "aggregate_bench"
-#include "bench_common.h"
-#include "bench_compute.h"
-
-#define MAX_REPS 101
+#include "harness.h"
 #define ORIGIN 0
 #define TARGET 1
 #define GAP_WORD 0x6A6A6A6A6A6A6A6AULL
 
 enum op { OP_PUT, OP_GET, NOPS };
-static const char *op_names[NOPS] = {"put", "get"};
+static const char *const op_names[NOPS + 1] = {"put", "get", NULL};
 enum method { M_AGG, M_NB, M_BLK, NMETHODS };
 static const char *method_names[NMETHODS] = {"agg", "nb", "blk"};
 static const char *method_what[NOPS][NMETHODS] = {
@@ -42,23 +38,19 @@ struct config {
   long n;
   long stride;
   int reps;
-  int ops[NOPS];
+  int warmup;
+  int ops; /* bit 1 << op */
   const char *csv_path;
 };
 
 struct bench {
   struct config cfg;
-  double sec[NOPS][NMETHODS][MAX_REPS];
+  double sec[NOPS][NMETHODS][BENCH_MAX_REPS];
   void **bases;
   unsigned char *remote, *mine, *local;
   armci_hdl_t *handles;
   unsigned seed;
 };
-
-static void check_rc(int rc, const char *call, long i) {
-  if (rc != 0)
-    die("%s (operation %ld of the batch) returned %d", call, i, rc);
-}
 
 /* The value of slot i in the batch with this seed: distinct per slot and per
  * batch. */
@@ -106,22 +98,24 @@ static double batch(struct bench *b, enum op op, enum method m) {
       ARMCI_INIT_HANDLE(&h);
       ARMCI_SET_AGGREGATE_HANDLE(&h);
       for (long i = 0; i < n; i++)
-        check_rc(ARMCI_NbPut(loc + i * stride, rem + i * stride, 8, TARGET, &h), "ARMCI_NbPut", i);
-      check_rc(ARMCI_Wait(&h), "ARMCI_Wait (aggregate)", n);
+        BENCH_CHECK(ARMCI_NbPut(loc + i * stride, rem + i * stride, 8, TARGET, &h),
+                    "ARMCI_NbPut (operation %ld of the batch)", i);
+      BENCH_CHECK(ARMCI_Wait(&h), "ARMCI_Wait on the aggregate handle of %ld operations", n);
       ARMCI_UNSET_AGGREGATE_HANDLE(&h);
       break;
     case M_NB:
       for (long i = 0; i < n; i++) {
         ARMCI_INIT_HANDLE(&b->handles[i]);
-        check_rc(ARMCI_NbPut(loc + i * stride, rem + i * stride, 8, TARGET, &b->handles[i]),
-                 "ARMCI_NbPut", i);
+        BENCH_CHECK(ARMCI_NbPut(loc + i * stride, rem + i * stride, 8, TARGET, &b->handles[i]),
+                    "ARMCI_NbPut (operation %ld of the batch)", i);
       }
       for (long i = 0; i < n; i++)
-        check_rc(ARMCI_Wait(&b->handles[i]), "ARMCI_Wait", i);
+        BENCH_CHECK(ARMCI_Wait(&b->handles[i]), "ARMCI_Wait (operation %ld of the batch)", i);
       break;
     default:
       for (long i = 0; i < n; i++)
-        check_rc(ARMCI_Put(loc + i * stride, rem + i * stride, 8, TARGET), "ARMCI_Put", i);
+        BENCH_CHECK(ARMCI_Put(loc + i * stride, rem + i * stride, 8, TARGET),
+                    "ARMCI_Put (operation %ld of the batch)", i);
       break;
     }
     ARMCI_Fence(TARGET);
@@ -131,22 +125,24 @@ static double batch(struct bench *b, enum op op, enum method m) {
       ARMCI_INIT_HANDLE(&h);
       ARMCI_SET_AGGREGATE_HANDLE(&h);
       for (long i = 0; i < n; i++)
-        check_rc(ARMCI_NbGet(rem + i * stride, loc + i * stride, 8, TARGET, &h), "ARMCI_NbGet", i);
-      check_rc(ARMCI_Wait(&h), "ARMCI_Wait (aggregate)", n);
+        BENCH_CHECK(ARMCI_NbGet(rem + i * stride, loc + i * stride, 8, TARGET, &h),
+                    "ARMCI_NbGet (operation %ld of the batch)", i);
+      BENCH_CHECK(ARMCI_Wait(&h), "ARMCI_Wait on the aggregate handle of %ld operations", n);
       ARMCI_UNSET_AGGREGATE_HANDLE(&h);
       break;
     case M_NB:
       for (long i = 0; i < n; i++) {
         ARMCI_INIT_HANDLE(&b->handles[i]);
-        check_rc(ARMCI_NbGet(rem + i * stride, loc + i * stride, 8, TARGET, &b->handles[i]),
-                 "ARMCI_NbGet", i);
+        BENCH_CHECK(ARMCI_NbGet(rem + i * stride, loc + i * stride, 8, TARGET, &b->handles[i]),
+                    "ARMCI_NbGet (operation %ld of the batch)", i);
       }
       for (long i = 0; i < n; i++)
-        check_rc(ARMCI_Wait(&b->handles[i]), "ARMCI_Wait", i);
+        BENCH_CHECK(ARMCI_Wait(&b->handles[i]), "ARMCI_Wait (operation %ld of the batch)", i);
       break;
     default:
       for (long i = 0; i < n; i++)
-        check_rc(ARMCI_Get(rem + i * stride, loc + i * stride, 8, TARGET), "ARMCI_Get", i);
+        BENCH_CHECK(ARMCI_Get(rem + i * stride, loc + i * stride, 8, TARGET),
+                    "ARMCI_Get (operation %ld of the batch)", i);
       break;
     }
   }
@@ -184,112 +180,66 @@ static void run_phase(struct bench *b, enum op op, enum method m, int pass) {
   }
 }
 
-static double med(const double *v, int n) {
-  double tmp[MAX_REPS];
-  memcpy(tmp, v, sizeof(double) * (size_t)n);
-  return median(tmp, n);
+static void one_pass(void *ctx, int pass) {
+  struct bench *b = ctx;
+  /* Every way in every pass, the order rotating from pass to pass, so that
+   * slow drifts of the machine's load spread over all three. */
+  for (int op = 0; op < NOPS; op++)
+    if (b->cfg.ops & (1 << op))
+      for (int k = 0; k < NMETHODS; k++)
+        run_phase(b, (enum op)op, (enum method)((k + pass) % NMETHODS), pass);
 }
 
-/* -------------------------------------------------------------- options */
+static const struct bench_col columns[] = {
+    {NULL, "path", COL_STR, 0, 0, 0},
+    {"op", "op", COL_STR, -4, 0, 0},
+    {"way", "way", COL_STR, -4, 0, 0},
+    {NULL, "n", COL_LONG, 0, 0, 0},
+    {NULL, "stride", COL_LONG, 0, 0, 0},
+    {"batch_us", "batch_us", COL_DOUBLE, 12, 1, 3},
+    {"per_op_us", "per_op_us", COL_DOUBLE, 11, 4, 5},
+    {"ratio", "ratio_to_blk", COL_DOUBLE, 9, 3, 4},
+    {"what", NULL, COL_STR, -1, 0, 0},
+};
+static const struct bench_table table = BENCH_TABLE(columns);
 
-static void usage(FILE *f) {
-  fprintf(f,
-          "usage: mpirun -np 2 aggregate_bench [-n N] [-S STRIDE] [-r REPS] [-o put|get|both]\n"
-          "                                    [-c FILE.csv]\n"
-          "  -n N        operations per batch (default 1000)\n"
-          "  -S STRIDE   bytes from one 8-byte slot to the next, a multiple of 8 (default 16:\n"
-          "              8-byte gaps between the slots, checked to stay untouched)\n"
-          "  -r REPS     batches per way, median reported (default 15, at most %d)\n"
-          "  -o OPS      put, get or both (default both)\n"
-          "  -c FILE     write the CSV there instead of after '# CSV' on stdout\n",
-          MAX_REPS);
-}
+static const char about[] =
+    "N 8-byte puts or gets between rank 0 and N distinct addresses of rank 1's region:\n"
+    "on one aggregate handle, on N handles, or blocking; see benchmarks/README.md.";
 
-static int parse_args(int argc, char **argv, struct config *c) {
+static void parse_args(int argc, char **argv, struct config *c) {
   c->n = 1000;
   c->stride = 16;
   c->reps = 15;
-  c->ops[OP_PUT] = c->ops[OP_GET] = 1;
+  c->warmup = 0;
+  c->ops = 1 << OP_PUT | 1 << OP_GET;
   c->csv_path = NULL;
-  int opt;
-  opterr = 0;
-  while ((opt = getopt(argc, argv, "n:S:r:o:c:h")) != -1) {
-    switch (opt) {
-    case 'n':
-      c->n = atol(optarg);
-      if (c->n < 1 || c->n > 10000000)
-        goto bad;
-      break;
-    case 'S':
-      c->stride = parse_bytes(optarg);
-      if (c->stride < 8 || c->stride % 8 != 0 || c->stride > (1L << 20))
-        goto bad;
-      break;
-    case 'r':
-      c->reps = atoi(optarg);
-      if (c->reps < 1 || c->reps > MAX_REPS)
-        goto bad;
-      break;
-    case 'o':
-      if (!strcmp(optarg, "put"))
-        c->ops[OP_PUT] = 1, c->ops[OP_GET] = 0;
-      else if (!strcmp(optarg, "get"))
-        c->ops[OP_PUT] = 0, c->ops[OP_GET] = 1;
-      else if (!strcmp(optarg, "both"))
-        c->ops[OP_PUT] = c->ops[OP_GET] = 1;
-      else
-        goto bad;
-      break;
-    case 'c':
-      c->csv_path = optarg;
-      break;
-    case 'h':
-      if (me == 0)
-        usage(stdout);
-      return 1;
-    default:
-      if (me == 0) {
-        fprintf(stderr, "aggregate_bench: unknown option or missing value '-%c'\n", optopt);
-        usage(stderr);
-      }
-      return 2;
-    }
-    continue;
-  bad:
-    if (me == 0) {
-      fprintf(stderr, "aggregate_bench: bad value '%s' for -%c\n", optarg, opt);
-      usage(stderr);
-    }
-    return 2;
-  }
-  if (optind < argc) {
+  const struct bench_opt opts[] = {
+      {'n', "count", OPT_LONG, &c->n, 1, 10000000, "N", "operations per batch", NULL, NULL, 0, NULL},
+      {'S', "stride", OPT_BYTES, &c->stride, 8, 1L << 20, "BYTES",
+       "bytes from one 8-byte slot to the next, a multiple of 8\n(the gaps are checked to stay untouched)",
+       NULL, NULL, 0, NULL},
+      BENCH_OPT_REPS('r', &c->reps, NULL),
+      BENCH_OPT_WARMUP(&c->warmup),
+      {'o', "ops", OPT_SET, &c->ops, 0, 0, "LIST", "put, get or both", op_names, NULL, 0, NULL},
+      BENCH_OPT_CSV('c', &c->csv_path),
+      BENCH_OPT_END};
+  bench_parse(argc, argv, opts, about);
+  if (c->stride % 8 != 0 || c->n * c->stride > (1L << 31) - 1) {
     if (me == 0)
-      fprintf(stderr, "aggregate_bench: unexpected argument '%s'\n", argv[optind]);
-    return 2;
+      fprintf(stderr, "aggregate_bench: -S must be a multiple of 8 and -n times -S below 2 GiB\n");
+    bench_end();
+    exit(2);
   }
-  if (c->n * c->stride > (1L << 31) - 1) {
-    if (me == 0)
-      fprintf(stderr, "aggregate_bench: -n times -S must stay below 2 GiB\n");
-    return 2;
-  }
-  return 0;
 }
 
 int main(int argc, char **argv) {
-  bench_start(&argc, &argv);
+  bench_start(&argc, &argv, "aggregate_bench");
   const int nproc = armci_msg_nproc();
   static struct bench bench;
   struct bench *b = &bench;
-  int code = parse_args(argc, argv, &b->cfg);
-  if (code == 0 && nproc < 2) {
-    if (me == 0)
-      fprintf(stderr, "aggregate_bench: needs 2 processes (mpirun -np 2), got %d\n", nproc);
-    code = 2;
-  }
-  if (code != 0) {
-    bench_end();
-    return code == 1 ? 0 : code;
-  }
+  parse_args(argc, argv, &b->cfg);
+  bench_need_procs(2);
   const struct config *cfg = &b->cfg;
   const size_t span = (size_t)(cfg->n * cfg->stride);
   b->bases = calloc((size_t)nproc, sizeof *b->bases);
@@ -301,64 +251,38 @@ int main(int argc, char **argv) {
   b->remote = b->bases[TARGET];
   b->mine = b->bases[me];
 
-  FILE *csv = NULL;
   if (me == ORIGIN) {
     b->local = ARMCI_Malloc_local((armci_size_t)span);
     if (!b->local)
       die("ARMCI_Malloc_local of %zu bytes failed", span);
-    if (cfg->csv_path && !(csv = fopen(cfg->csv_path, "w")))
-      die("cannot write %s: %s", cfg->csv_path, strerror(errno));
-    printf("# aggregate_bench impl=%s path=%s n=%ld stride=%ld reps=%d\n", IMPL_NAME,
-           transfer_path(), cfg->n, cfg->stride, cfg->reps);
+    bench_csv_open(cfg->csv_path, &table, cfg->reps);
+    printf("# aggregate_bench impl=%s path=%s binding=%s n=%ld stride=%ld reps=%d\n", IMPL_NAME,
+           transfer_path(), bench_binding(), cfg->n, cfg->stride, cfg->reps);
     print_settings(stdout);
     fflush(stdout);
   }
 
-  /* Each pass runs one batch of every way, the order rotating from pass to
-   * pass, so that slow drifts of the machine's load spread over all three. */
-  const double t_start = now(), cpu_start = cpu_now();
-  for (int pass = 0; pass <= cfg->reps; pass++)
-    for (int op = 0; op < NOPS; op++)
-      if (cfg->ops[op])
-        for (int k = 0; k < NMETHODS; k++)
-          run_phase(b, (enum op)op, (enum method)((k + pass) % NMETHODS), pass);
+  struct bench_run run;
+  bench_run_begin(&run);
+  bench_passes(cfg->reps, cfg->warmup, one_pass, b);
 
   if (me == ORIGIN) {
-    const double wall = now() - t_start, cpu = cpu_now() - cpu_start;
-    printf("# run: %.1f s; rank 0 cpu/wall %.2f; load average %.2f\n", wall,
-           wall > 0 ? cpu / wall : 0.0, load_average());
+    bench_run_print(&run, NULL);
     printf("# medians of %d batches of %ld operations of 8 bytes, every batch checked;\n"
-           "# ratio = time / time of blk (below 1: faster than blocking)\n",
+           "# ratio = time / time of blk (below 1: faster than blocking)\n\n",
            cfg->reps, cfg->n);
-    printf("\n%-4s %-4s %12s %11s %9s  %s\n", "op", "way", "batch_us", "per_op_us", "ratio",
-           "what");
-    FILE *out = csv ? csv : stdout;
-    char lines[NOPS * NMETHODS][160];
-    int nl = 0;
+    bench_table_header(&table);
     for (int op = 0; op < NOPS; op++) {
-      if (!cfg->ops[op])
+      if (!(cfg->ops & (1 << op)))
         continue;
-      const double blk = med(b->sec[op][M_BLK], cfg->reps);
+      const double blk = bench_median(b->sec[op][M_BLK], cfg->reps);
       for (int m = 0; m < NMETHODS; m++) {
-        const double t = med(b->sec[op][m], cfg->reps);
-        printf("%-4s %-4s %12.1f %11.4f %9.3f  %s\n", op_names[op], method_names[m], t * 1e6,
-               t * 1e6 / (double)cfg->n, t / blk, method_what[op][m]);
-        snprintf(lines[nl++], sizeof lines[0], "%s,%s,%s,%s,%ld,%ld,%.3f,%.5f,%.4f", IMPL_NAME,
-                 transfer_path(), op_names[op], method_names[m], cfg->n, cfg->stride, t * 1e6,
-                 t * 1e6 / (double)cfg->n, t / blk);
+        const double t = bench_median(b->sec[op][m], cfg->reps);
+        bench_row(&table, transfer_path(), op_names[op], method_names[m], cfg->n, cfg->stride, t * 1e6,
+                  t * 1e6 / (double)cfg->n, t / blk, method_what[op][m]);
       }
     }
-    if (!csv)
-      printf("\n# CSV\n");
-    fprintf(out, "impl,path,op,way,n,stride,batch_us,per_op_us,ratio_to_blk\n");
-    for (int i = 0; i < nl; i++)
-      fprintf(out, "%s\n", lines[i]);
-    if (csv) {
-      if (fclose(csv) != 0)
-        die("cannot write %s", cfg->csv_path);
-      printf("\n# CSV written to %s\n", cfg->csv_path);
-    }
-    fflush(stdout);
+    bench_csv_finish();
     ARMCI_Free_local(b->local);
   }
   ARMCI_Barrier();

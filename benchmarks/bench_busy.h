@@ -1,6 +1,6 @@
 /* The busy target shared by strided_bench and vector_columns: rank 1
  * computes without calling the library while rank 0 measures, until rank 0
- * puts a stop word into its memory. Include after bench_common.h. */
+ * puts a stop word into its memory. Include after harness.h. */
 #ifndef ARMCI_BENCH_BUSY_H
 #define ARMCI_BENCH_BUSY_H
 
@@ -78,7 +78,7 @@ static void busy_until(struct phase_ctl *pc, long seq) {
   access_end(pc->ctl[me]);
   if (timed_out)
     fprintf(stderr, "%s (rank 1): busy target gave up after %.3g s without the stop word (phase %ld)\n",
-            BENCH_PROGRAM, pc->limit_s, seq);
+            bench_program, pc->limit_s, seq);
 }
 
 static void phase_begin(struct phase_ctl *pc) {
@@ -104,5 +104,57 @@ static void phase_end(struct phase_ctl *pc) {
   }
 }
 
+/* -b: the target computes; -T: how long at most (phase_ctl.limit_s). */
+#define BUSY_TARGET_OPTS(pc)                                                                        \
+  {'b', "busy", OPT_FLAG, &(pc)->busy, 0, 0, NULL,                                                 \
+   "busy target: rank 1 computes without library calls until rank 0\n"                            \
+   "puts a stop word into its memory",                                                            \
+   NULL, NULL, 0, NULL},                                                                          \
+      BENCH_OPT_TIMEOUT('T', &(pc)->limit_s)
+
+/* The first columns of both tables: what was measured and how. */
+#define CONFIG_COLUMNS                                                                              \
+  {"op", "op", COL_STR, -11, 0, 0}, {"path", "path", COL_STR, -7, 0, 0},                           \
+      {"protocol", "protocol", COL_STR, -9, 0, 0}, {"target", "target", COL_STR, -6, 0, 0}
+
+/* The control regions (collective); limit_s and busy as the options say. */
+static void phase_ctl_init(struct phase_ctl *pc) {
+  pc->ctl = malloc(sizeof(char *) * (size_t)armci_msg_nproc());
+  if (!pc->ctl || ARMCI_Malloc((void **)pc->ctl, CTL_BYTES) != 0)
+    die("ARMCI_Malloc of the control words failed");
+  if (!(pc->stop_src = ARMCI_Malloc_local(sizeof(long))))
+    die("out of memory");
+  access_begin(pc->ctl[me]);
+  memset(pc->ctl[me], 0, CTL_BYTES);
+  access_end(pc->ctl[me]);
+  calibrate_compute();
+}
+
+static void phase_ctl_free(struct phase_ctl *pc) {
+  ARMCI_Free_local(pc->stop_src);
+  ARMCI_Free(pc->ctl[me]);
+  free(pc->ctl);
+}
+
+/* The busy target's share of compute in a phase in which rank 0 spins 50 ms
+ * without any transfer: below 1.00 there means other load on the machine,
+ * not the library. -1 with an idle target. Collective. */
+static double busy_baseline(struct phase_ctl *pc) {
+  if (!pc->busy)
+    return -1;
+  phase_begin(pc);
+  if (me == 0)
+    for (double t0 = now(); now() - t0 < 0.05;) {
+    }
+  phase_end(pc);
+  return pc->tgt_share;
+}
+
+static void print_busy_header(const struct phase_ctl *pc, double baseline) {
+  if (pc->busy)
+    printf("# busy target: compute blocks of %ld iterations (%.1f us on an idle core); tgt_cpu with no "
+           "transfers (rank 0 spinning 50 ms): %.2f\n",
+           block_iters, block_seconds * 1e6, baseline);
+}
 
 #endif /* ARMCI_BENCH_BUSY_H */

@@ -1,14 +1,13 @@
-/* What the overlap benchmarks of benchmarks/ share on top of bench_common.h
- * (include that first): a calibrated compute kernel that touches only local
- * data and never calls the library, a library-free wait for a flag that
- * another rank stores with ARMCI_Put, size lists, and a line that records
- * the library's settings from the environment. Builds against libarmci and
+/* What the overlap benchmarks of benchmarks/ share on top of the harness
+ * (include harness.h first): a calibrated compute kernel that touches only
+ * local data and never calls the library, and a library-free wait for a
+ * flag that another rank stores with ARMCI_Put. Builds against libarmci and
  * ARMCI-MPI alike. */
 #ifndef ARMCI_BENCH_COMPUTE_H
 #define ARMCI_BENCH_COMPUTE_H
 
-#ifndef ARMCI_BENCH_COMMON_H
-#error "include bench_common.h before bench_compute.h"
+#ifndef ARMCI_BENCH_HARNESS_H
+#error "include harness.h before bench_compute.h"
 #endif
 
 /* ---------------------------------------------------------------- kernel */
@@ -117,116 +116,6 @@ static inline void set_remote_flag(long value, void *remote, int proc) {
   if (ARMCI_Put(&v, remote, (int)sizeof v, proc) != 0)
     die("ARMCI_Put of the flag to rank %d failed", proc);
   ARMCI_Fence(proc);
-}
-
-/* ---------------------------------------------------------------- data */
-
-/* A per-phase byte pattern, so that data left over from an earlier phase (an
- * operation that silently did nothing) cannot pass a check. */
-static inline unsigned char pattern_byte(size_t i, unsigned seed) {
-  uint32_t x = (uint32_t)i * 2654435761u ^ (seed * 0x9E3779B9u + 0x7F4A7C15u);
-  x ^= x >> 15;
-  x *= 0x2C1B3C6Du;
-  x ^= x >> 12;
-  return (unsigned char)x;
-}
-
-/* The pattern, or (inverted) bytes that differ from it everywhere. */
-static inline void fill_pattern(unsigned char *p, size_t n, unsigned seed, int inverted) {
-  const unsigned char mask = inverted ? 0xFF : 0x00;
-  for (size_t i = 0; i < n; i++)
-    p[i] = pattern_byte(i, seed) ^ mask;
-}
-
-/* The first byte that is not the pattern, or -1. */
-static inline long find_pattern_mismatch(const unsigned char *p, size_t n, unsigned seed) {
-  for (size_t i = 0; i < n; i++)
-    if (p[i] != pattern_byte(i, seed))
-      return (long)i;
-  return -1;
-}
-
-/* CPU time of the calling thread alone (cpu_now() counts every thread of
- * the process, a library's helper threads included). */
-static inline double thread_cpu_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* The 1-minute load average, or -1 where /proc is not there. */
-static inline double load_average(void) {
-  double v = -1;
-  FILE *f = fopen("/proc/loadavg", "r");
-  if (f) {
-    if (fscanf(f, "%lf", &v) != 1)
-      v = -1;
-    fclose(f);
-  }
-  return v;
-}
-
-/* ---------------------------------------------------------------- options */
-
-/* "64", "64K", "4M", "4MiB"; -1 when malformed. */
-static inline long parse_bytes(const char *s) {
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || end == s || v < 0)
-    return -1;
-  if (*end == 'k' || *end == 'K')
-    v <<= 10, end++;
-  else if (*end == 'm' || *end == 'M')
-    v <<= 20, end++;
-  if (*end == 'i')
-    end++;
-  if (*end == 'B' || *end == 'b')
-    end++;
-  return *end ? -1 : v;
-}
-
-/* A comma list of sizes into out[max]; returns how many, -1 when malformed. */
-static inline int parse_size_list(const char *s, long *out, int max, long lo, long hi) {
-  int n = 0;
-  char buf[512];
-  snprintf(buf, sizeof buf, "%s", s);
-  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    long v = parse_bytes(tok);
-    if (v < lo || v > hi || n == max)
-      return -1;
-    out[n++] = v;
-  }
-  return n;
-}
-
-/* ------------------------------------------------------------ environment */
-
-/* The library settings in the environment that these benchmarks are run
- * under, for the header line (unset ones are left out). */
-static inline void print_settings(FILE *f) {
-  static const char *names[] = {"ARMCI_SHM",      "ARMCI_NETWORK",         "ARMCI_HELPER",
-                                "ARMCI_PROTOCOL", "ARMCI_PROGRESS_THREAD", "ARMCI_VNODE_SIZE",
-                                "UCX_TLS"};
-  fprintf(f, "# settings:");
-  int any = 0;
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-    const char *v = getenv(names[i]);
-    if (v) {
-      fprintf(f, " %s=%s", names[i], v);
-      any = 1;
-    }
-  }
-  fprintf(f, "%s\n", any ? "" : " (library defaults)");
-}
-
-/* Where same-node transfers go for libarmci: "shm" or "network". */
-static inline const char *transfer_path(void) {
-#ifdef ARMCI_MPI
-  return "mpi";
-#else
-  return ARMCI_Uses_shm() && ARMCI_Same_node(1 % armci_msg_nproc()) ? "shm" : "network";
-#endif
 }
 
 #endif /* ARMCI_BENCH_COMPUTE_H */

@@ -16,78 +16,23 @@
 #                   (default: mpicc, -larmci-openmpi)
 #   RESULTS_DIR     where the CSVs and logs go (default BUILD_DIR/bench-results)
 #   NO_MAKE=1       do not run make for our binary first
+#   PLOT=0          no PNG charts (default: benchmarks/plot.py draws them into
+#                   RESULTS_DIR/plots)
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
+bench_init compare_armci_mpi "$@"
+set -- ${bench_args[@]+"${bench_args[@]}"}
 
-script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-source_file="$script_dir/contig_bench.c"
-
-build_dir=.
-if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
-  build_dir=$1
-  shift
-fi
-[ -d "$build_dir" ] || { echo "compare_armci_mpi: no build directory '$build_dir'" >&2; exit 2; }
-build_dir=$(cd "$build_dir" && pwd)
-
-runs=${RUNS:-1}
-case $runs in ''|*[!0-9]*|0) echo "compare_armci_mpi: RUNS must be a positive integer" >&2; exit 2 ;; esac
-mpirun_cmd=${MPIRUN:-mpirun}
-read -r -a mpirun_flags <<< "${MPIRUN_FLAGS:---allow-run-as-root --oversubscribe}"
-mpicc_cmd=${MPICC:-mpicc}
-read -r -a armci_mpi_libs <<< "${ARMCI_MPI_LIBS:--larmci-openmpi}"
-results=${RESULTS_DIR:-$build_dir/bench-results}
-mkdir -p "$results" "$build_dir/benchmarks"
-
+bench_make contig_bench
+bench_build_armci_mpi contig_bench
 ours="$build_dir/benchmarks/contig_bench"
 theirs="$build_dir/benchmarks/contig_bench_armci_mpi"
 
-# Keep our binary in step with the sources when this is an automake tree.
-if [ -z "${NO_MAKE:-}" ] && [ -f "$build_dir/Makefile" ]; then
-  echo "== make benchmarks/contig_bench in $build_dir"
-  make -C "$build_dir" benchmarks/contig_bench >"$results/make.log" 2>&1 || {
-    tail -n 30 "$results/make.log" >&2
-    echo "compare_armci_mpi: building our benchmark failed (log: $results/make.log)" >&2
-    exit 1
-  }
-fi
-[ -x "$ours" ] || {
-  echo "compare_armci_mpi: $ours is missing; build it with 'make' in the build tree" >&2
-  exit 1
-}
-
-# -O2 matches automake's default CFLAGS for our build.
-echo "== $mpicc_cmd -O2 -o $theirs $source_file ${armci_mpi_libs[*]}"
-"$mpicc_cmd" -O2 -o "$theirs" "$source_file" "${armci_mpi_libs[@]}"
-
-run_one() { # impl binary run_index [options...]
-  local impl=$1 bin=$2 idx=$3
-  shift 3
-  local csv="$results/$impl.$idx.csv" log="$results/$impl.$idx.txt"
-  rm -f "$csv"
-  echo "== run $idx/$runs $impl: $mpirun_cmd ${mpirun_flags[*]} -np 2 $bin -c $csv $*"
-  local rc=0
-  "$mpirun_cmd" "${mpirun_flags[@]}" -np 2 "$bin" -c "$csv" "$@" >"$log" 2>&1 || rc=$?
-  if [ "$rc" -ne 0 ]; then
-    tail -n 30 "$log" >&2
-    echo "compare_armci_mpi: the $impl run failed with exit status $rc (log: $log)" >&2
-    exit 1
-  fi
-  [ -s "$csv" ] || { echo "compare_armci_mpi: the $impl run wrote no CSV ($log)" >&2; exit 1; }
-  # A rank 0 that was off the CPU for a good part of the run was competing
-  # with other load, and its figures say more about the machine than the
-  # library.
-  awk -v impl="$impl" '/^# run:/ {
-      print
-      for (i = 1; i <= NF; i++) if ($i == "cpu/wall") share = $(i + 1) + 0
-      if (share < 0.9)
-        printf "   warning: rank 0 of %s had the CPU %.0f%% of the time: other load was running\n", impl, share * 100
-    }' "$log"
-}
-
 # Alternating the two builds spreads slow drifts in machine load over both.
 for ((i = 1; i <= runs; i++)); do
-  run_one libarmci "$ours" "$i" "$@"
-  run_one armci-mpi "$theirs" "$i" "$@"
+  echo "-- run $i/$runs"
+  bench_run "libarmci.$i" "$ours" "" "$@"
+  bench_run "armci-mpi.$i" "$theirs" "" "$@"
 done
 
 python3 - "$results" "$runs" <<'PY'
@@ -180,3 +125,5 @@ for op, lr, br in summary:
     print(f"{op:>12} {lr:8.2f} {br:10.2f}")
 print(f"\nruns per build: {runs}; CSVs and logs in {results}; merged table: {out_path}")
 PY
+
+bench_plot "$results/plots"

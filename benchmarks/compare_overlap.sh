@@ -27,20 +27,15 @@
 #   MPICC, ARMCI_MPI_LIBS how to build the ARMCI-MPI side (mpicc, -larmci-openmpi)
 #   RESULTS_DIR     CSVs and logs (default BUILD_DIR/bench-results)
 #   NO_MAKE=1       do not run make for our binaries first
+#   PLOT=0          no PNG charts (default: into RESULTS_DIR/plots)
 # The settings this script varies (ARMCI_SHM, ARMCI_NETWORK, UCX_TLS,
 # ARMCI_HELPER, ARMCI_PROGRESS_THREAD) are removed from the environment it
 # was started with, so that every run gets exactly the ones named here.
 set -euo pipefail
-
-me=compare_overlap
-script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-build_dir=.
-if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
-  build_dir=$1
-  shift
-fi
-[ -d "$build_dir" ] || { echo "$me: no build directory '$build_dir'" >&2; exit 2; }
-build_dir=$(cd "$build_dir" && pwd)
+source "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
+bench_init compare_overlap "$@"
+set -- ${bench_args[@]+"${bench_args[@]}"}
+me=$bench_me
 
 quick=0 net=0 tcp=0 benches=overlap,target_busy,aggregate,helper
 while [ $# -gt 0 ]; do
@@ -62,12 +57,6 @@ for b in ${benches//,/ }; do
 done
 want() { [[ ",$benches," == *",$1,"* ]]; }
 
-runs=${RUNS:-1}
-case $runs in ''|*[!0-9]*|0) echo "$me: RUNS must be a positive integer" >&2; exit 2 ;; esac
-mpirun_cmd=${MPIRUN:-mpirun}
-read -r -a mpirun_flags <<< "${MPIRUN_FLAGS:---allow-run-as-root --oversubscribe}"
-mpicc_cmd=${MPICC:-mpicc}
-read -r -a armci_mpi_libs <<< "${ARMCI_MPI_LIBS:--larmci-openmpi}"
 read -r -a ours_env <<< "${OURS_ENV:-}"
 read -r -a helper_none_env <<< "${HELPER_NONE_ENV:-ARMCI_HELPER=none ARMCI_PROGRESS_THREAD=0}"
 read -r -a overlap_args <<< "${OVERLAP_ARGS:-}"
@@ -81,9 +70,6 @@ if [ $quick = 1 ]; then
   helper_args=(-k 5 -d 0.1 "${helper_args[@]}")
 fi
 unset ARMCI_SHM ARMCI_NETWORK UCX_TLS ARMCI_HELPER ARMCI_PROGRESS_THREAD
-results=${RESULTS_DIR:-$build_dir/bench-results}
-mkdir -p "$results" "$build_dir/benchmarks"
-
 programs=()
 want overlap && programs+=(overlap_bench)
 want target_busy && programs+=(target_busy)
@@ -91,26 +77,11 @@ want aggregate && programs+=(aggregate_bench)
 want helper && programs+=(helper_cost)
 [ ${#programs[@]} -gt 0 ] || { echo "$me: nothing to run" >&2; exit 2; }
 
-if [ -z "${NO_MAKE:-}" ] && [ -f "$build_dir/Makefile" ]; then
-  targets=("${programs[@]/#/benchmarks/}")
-  echo "== make ${targets[*]} in $build_dir"
-  make -C "$build_dir" "${targets[@]}" >"$results/make-overlap.log" 2>&1 || {
-    tail -n 30 "$results/make-overlap.log" >&2
-    echo "$me: building our benchmarks failed (log: $results/make-overlap.log); are they in Makefile.am?" >&2
-    exit 1
-  }
-fi
+bench_make "${programs[@]}"
 b=$build_dir/benchmarks
 for p in "${programs[@]}"; do
-  [ -x "$b/$p" ] || { echo "$me: $b/$p is missing; build it with 'make' in the build tree" >&2; exit 1; }
   [ "$p" = helper_cost ] && continue # only ours is compared across helper settings
-  echo "== $mpicc_cmd -O2 -o $b/${p}_armci_mpi $script_dir/$p.c ${armci_mpi_libs[*]}"
-  "$mpicc_cmd" -O2 -o "$b/${p}_armci_mpi" "$script_dir/$p.c" "${armci_mpi_libs[@]}" \
-    >"$results/build-${p}_armci_mpi.log" 2>&1 || {
-    cat "$results/build-${p}_armci_mpi.log" >&2
-    echo "$me: building the ARMCI-MPI version of $p failed" >&2
-    exit 1
-  }
+  bench_build_armci_mpi "$p"
 done
 
 # Our configurations: label and settings.
@@ -118,25 +89,7 @@ configs=("libarmci|ARMCI_SHM=1")
 [ $net = 1 ] && configs+=("libarmci-net|ARMCI_SHM=0")
 [ $tcp = 1 ] && configs+=("libarmci-tcp|ARMCI_SHM=0 ARMCI_NETWORK=ucx UCX_TLS=tcp")
 
-run() { # name binary "VAR=value ..." [args...]; CSV to $results/name.csv
-  local name=$1 bin=$2 settings=$3
-  shift 3
-  local -a envs=()
-  local s
-  for s in $settings "${ours_env[@]}"; do envs+=(-x "$s"); done
-  [[ $bin == *_armci_mpi ]] && envs=() # ARMCI-MPI ignores our settings
-  local csv="$results/$name.csv" log="$results/$name.txt"
-  rm -f "$csv"
-  echo "== $name: $mpirun_cmd ${mpirun_flags[*]} -np 2 ${envs[*]} $bin -c $csv $*"
-  local rc=0
-  "$mpirun_cmd" "${mpirun_flags[@]}" -np 2 "${envs[@]}" "$bin" -c "$csv" "$@" >"$log" 2>&1 || rc=$?
-  if [ $rc -ne 0 ] || [ ! -s "$csv" ]; then
-    tail -n 30 "$log" >&2
-    echo "$me: $name failed (exit status $rc; log $log)" >&2
-    exit 1
-  fi
-  grep '^# run:' "$log" || true
-}
+run() { bench_run "$@"; } # name binary "VAR=value ..." [args...]; OURS_ENV is added to ours
 
 # Every configuration of ours, then ARMCI-MPI.
 run_all() { # program tag [args...]; prints the labels it ran
@@ -260,3 +213,5 @@ if "helper" in benches:
                 print(f"{mode:<10} {rank:>4} {setting:<7} {g:8.3f} {g / base:7.3f} {cg / cbase:9.3f} {mc:6.2f} {oc:6.2f}  {ok:<9}")
 print(f"\nCSVs and logs in {res}")
 PY
+
+bench_plot "$results/plots"

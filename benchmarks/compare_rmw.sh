@@ -13,26 +13,13 @@
 #   MPICC, ARMCI_MPI_LIBS how to build the ARMCI-MPI side (mpicc, -larmci-openmpi)
 #   RESULTS_DIR     CSVs and logs (default BUILD_DIR/bench-results)
 #   NO_MAKE=1       do not run make for our binaries first
+#   PLOT=0          no PNG charts (default: into RESULTS_DIR/plots)
 set -euo pipefail
-
-script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-build_dir=.
-if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
-  build_dir=$1
-  shift
-fi
-[ -d "$build_dir" ] || { echo "compare_rmw: no build directory '$build_dir'" >&2; exit 2; }
-build_dir=$(cd "$build_dir" && pwd)
+source "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
+bench_init compare_rmw "$@"
 quick=0
-[ "${1:-}" = "-q" ] && quick=1
+[ "${bench_args[0]:-}" = "-q" ] && quick=1
 
-np=${NP:-2}
-mpirun_cmd=${MPIRUN:-mpirun}
-read -r -a mpirun_flags <<< "${MPIRUN_FLAGS:---allow-run-as-root --oversubscribe}"
-mpicc_cmd=${MPICC:-mpicc}
-read -r -a armci_mpi_libs <<< "${ARMCI_MPI_LIBS:--larmci-openmpi}"
-results=${RESULTS_DIR:-$build_dir/bench-results}
-mkdir -p "$results" "$build_dir/benchmarks"
 read -r -a rmw_args <<< "${RMW_ARGS:-}"
 read -r -a gups_args <<< "${GUPS_ARGS:-}"
 if [ $quick = 1 ]; then
@@ -40,47 +27,16 @@ if [ $quick = 1 ]; then
   gups_args+=(-u 65536 -r 1)
 fi
 
-if [ -z "${NO_MAKE:-}" ] && [ -f "$build_dir/Makefile" ]; then
-  echo "== make benchmarks/rmw_bench benchmarks/gups in $build_dir"
-  make -C "$build_dir" benchmarks/rmw_bench benchmarks/gups >"$results/make-rmw.log" 2>&1 || {
-    tail -n 30 "$results/make-rmw.log" >&2
-    echo "compare_rmw: building our benchmarks failed" >&2
-    exit 1
-  }
-fi
-for b in rmw_bench gups; do
-  [ -x "$build_dir/benchmarks/$b" ] || { echo "compare_rmw: $build_dir/benchmarks/$b is missing" >&2; exit 1; }
-  echo "== $mpicc_cmd -O2 -o $build_dir/benchmarks/${b}_armci_mpi $script_dir/$b.c ${armci_mpi_libs[*]}"
-  "$mpicc_cmd" -O2 -o "$build_dir/benchmarks/${b}_armci_mpi" "$script_dir/$b.c" "${armci_mpi_libs[@]}"
-done
-
-run() { # label binary env... -- args...
-  local label=$1 bin=$2
-  shift 2
-  local -a envs=()
-  while [ "$1" != "--" ]; do envs+=(-x "$1"); shift; done
-  shift
-  local csv="$results/$label.csv" log="$results/$label.txt"
-  rm -f "$csv"
-  echo "== $label: $mpirun_cmd ${mpirun_flags[*]} -np $np ${envs[*]} $bin -c $csv $*"
-  local rc=0
-  # ARMCI_* stay out of the ARMCI-MPI runs' way; -x sets them for ours.
-  "$mpirun_cmd" "${mpirun_flags[@]}" -np "$np" "${envs[@]}" "$bin" -c "$csv" "$@" >"$log" 2>&1 || rc=$?
-  if [ $rc -ne 0 ] || [ ! -s "$csv" ]; then
-    tail -n 30 "$log" >&2
-    echo "compare_rmw: $label failed (exit $rc; log $log)" >&2
-    exit 1
-  fi
-  grep '^# run:' "$log" || true
-}
+bench_make rmw_bench gups
+bench_build_armci_mpi rmw_bench gups
 
 b=$build_dir/benchmarks
-run rmw.libarmci-cpu "$b/rmw_bench" ARMCI_SHM=1 -- "${rmw_args[@]}"
-run rmw.libarmci-net "$b/rmw_bench" ARMCI_SHM=0 ARMCI_VNODE_SIZE=1 -- "${rmw_args[@]}"
-run rmw.armci-mpi "$b/rmw_bench_armci_mpi" -- "${rmw_args[@]}"
-run gups.libarmci-cpu "$b/gups" ARMCI_SHM=1 -- "${gups_args[@]}"
-run gups.libarmci-net "$b/gups" ARMCI_SHM=0 ARMCI_VNODE_SIZE=1 -- "${gups_args[@]}"
-run gups.armci-mpi "$b/gups_armci_mpi" -- "${gups_args[@]}"
+bench_run rmw.libarmci-cpu "$b/rmw_bench" "ARMCI_SHM=1" "${rmw_args[@]}"
+bench_run rmw.libarmci-net "$b/rmw_bench" "ARMCI_SHM=0 ARMCI_VNODE_SIZE=1" "${rmw_args[@]}"
+bench_run rmw.armci-mpi "$b/rmw_bench_armci_mpi" "" "${rmw_args[@]}"
+bench_run gups.libarmci-cpu "$b/gups" "ARMCI_SHM=1" "${gups_args[@]}"
+bench_run gups.libarmci-net "$b/gups" "ARMCI_SHM=0 ARMCI_VNODE_SIZE=1" "${gups_args[@]}"
+bench_run gups.armci-mpi "$b/gups_armci_mpi" "" "${gups_args[@]}"
 
 python3 - "$results" <<'PY'
 import csv, sys
@@ -116,3 +72,5 @@ for var, v in gups.items():
     print(f"{var:<8} {cells[0]:>16} {cells[1]:>16} {cells[2]:>16} {v['libarmci-cpu'] / v['armci-mpi']:8.1f}")
 print(f"\nCSVs and logs in {res}; merged: {res}/compare-rmw.csv")
 PY
+
+bench_plot "$results/plots"

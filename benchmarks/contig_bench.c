@@ -12,13 +12,11 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#define BENCH_PROGRAM "contig_bench"
-#include "bench_common.h"
+#include "harness.h"
 
 #define PAGE 4096
 #define GUARD 64
 #define GUARD_BYTE 0xA5
-#define MAX_REPS 101
 #define MAX_SIZES 40
 #define MAX_ROWS 8
 #define ORIGIN 0
@@ -37,17 +35,25 @@ struct row_def {
  * sample per timed pass, for the blocking [0] and windowed [1] measurement. */
 struct cell {
   long iters[2];
-  double sec_per_op[2][MAX_REPS];
+  double sec_per_op[2][BENCH_MAX_REPS];
   int window;
 };
 
+/* Rows a run can leave out (--ops); memcpy, the reference, always runs. */
+enum { OPS_PUT = 1, OPS_PUT_FENCE = 2, OPS_GET = 4, OPS_ACC = 8 };
+static const char *const op_choices[] = {"put", "put+fence", "get", "acc", NULL};
+
 struct config {
   long max_size;
+  long sizes[MAX_SIZES]; /* --sizes, instead of the powers of 2 up to max_size */
+  int nsizes;
   int reps;
+  int warmup;
   double rep_seconds;
   int quick;
   long offset;
   int max_window;
+  int ops;
   const char *csv_path;
 };
 
@@ -56,41 +62,6 @@ static int nproc = 0;
 /* The call rather than a builtin: the compiler must not fold or drop copies
  * whose result is never read inside the timed loop. */
 static void *(*volatile memcpy_fn)(void *, const void *, size_t) = memcpy;
-
-/* The 1-minute load average, or -1 where /proc is not there. */
-static double load_average(void) {
-  double v = -1;
-  FILE *f = fopen("/proc/loadavg", "r");
-  if (f) {
-    if (fscanf(f, "%lf", &v) != 1)
-      v = -1;
-    fclose(f);
-  }
-  return v;
-}
-
-/* A per-phase pattern, so that data left over from an earlier phase (an
- * operation that silently did nothing) cannot pass the check. */
-static unsigned char pattern_byte(size_t i, unsigned seed) {
-  uint32_t x = (uint32_t)i * 2654435761u ^ (seed * 0x9E3779B9u + 0x7F4A7C15u);
-  x ^= x >> 15;
-  x *= 0x2C1B3C6Du;
-  x ^= x >> 12;
-  return (unsigned char)x;
-}
-
-static void fill_pattern(unsigned char *p, size_t n, unsigned seed, int inverted) {
-  unsigned char mask = inverted ? 0xFF : 0x00;
-  for (size_t i = 0; i < n; i++)
-    p[i] = pattern_byte(i, seed) ^ mask;
-}
-
-static long find_pattern_mismatch(const unsigned char *p, size_t n, unsigned seed) {
-  for (size_t i = 0; i < n; i++)
-    if (p[i] != pattern_byte(i, seed))
-      return (long)i;
-  return -1;
-}
 
 /* Guards catch a transfer that is the right length but lands at the wrong
  * address, or that writes past its end. */
@@ -126,24 +97,6 @@ static unsigned char *region_of(void *base) {
   return (unsigned char *)(p + PAGE);
 }
 
-/* ARMCI-MPI requires an exclusive epoch around direct loads and stores to
- * memory from ARMCI_Malloc; libarmci does not. */
-static void local_access_begin(void *base) {
-#ifdef ARMCI_MPI
-  ARMCI_Access_begin(base);
-#else
-  (void)base;
-#endif
-}
-
-static void local_access_end(void *base) {
-#ifdef ARMCI_MPI
-  ARMCI_Access_end(base);
-#else
-  (void)base;
-#endif
-}
-
 struct phase {
   enum kind kind;
   int nonblocking;
@@ -154,11 +107,6 @@ struct phase {
   armci_hdl_t *handles;
   long acc_ops; /* every Acc issued in this phase, to know the expected sum */
 };
-
-static void check_rc(int rc, const char *call, int bytes) {
-  if (rc != 0)
-    die("%s of %d bytes returned %d", call, bytes, rc);
-}
 
 /* Runs n iterations and returns the elapsed seconds. One iteration is one
  * operation for latency and one window of operations for bandwidth. */
@@ -175,7 +123,7 @@ static double run_iters(struct phase *p, long n) {
   case K_PUT_FENCE:
     if (!p->nonblocking) {
       for (long i = 0; i < n; i++) {
-        check_rc(ARMCI_Put(p->src, p->dst, b, TARGET), "ARMCI_Put", b);
+        BENCH_CHECK(ARMCI_Put(p->src, p->dst, b, TARGET), "ARMCI_Put of %d bytes", b);
         if (p->kind == K_PUT_FENCE)
           ARMCI_Fence(TARGET);
       }
@@ -183,10 +131,10 @@ static double run_iters(struct phase *p, long n) {
       for (long i = 0; i < n; i++) {
         for (int k = 0; k < w; k++) {
           ARMCI_INIT_HANDLE(&p->handles[k]);
-          check_rc(ARMCI_NbPut(p->src, p->dst, b, TARGET, &p->handles[k]), "ARMCI_NbPut", b);
+          BENCH_CHECK(ARMCI_NbPut(p->src, p->dst, b, TARGET, &p->handles[k]), "ARMCI_NbPut of %d bytes", b);
         }
         for (int k = 0; k < w; k++)
-          check_rc(ARMCI_Wait(&p->handles[k]), "ARMCI_Wait(NbPut)", b);
+          BENCH_CHECK(ARMCI_Wait(&p->handles[k]), "ARMCI_Wait(NbPut) of %d bytes", b);
         if (p->kind == K_PUT_FENCE)
           ARMCI_Fence(TARGET);
       }
@@ -199,32 +147,32 @@ static double run_iters(struct phase *p, long n) {
   case K_GET:
     if (!p->nonblocking) {
       for (long i = 0; i < n; i++)
-        check_rc(ARMCI_Get(p->src, p->dst, b, TARGET), "ARMCI_Get", b);
+        BENCH_CHECK(ARMCI_Get(p->src, p->dst, b, TARGET), "ARMCI_Get of %d bytes", b);
     } else {
       for (long i = 0; i < n; i++) {
         for (int k = 0; k < w; k++) {
           ARMCI_INIT_HANDLE(&p->handles[k]);
-          check_rc(ARMCI_NbGet(p->src, p->dst, b, TARGET, &p->handles[k]), "ARMCI_NbGet", b);
+          BENCH_CHECK(ARMCI_NbGet(p->src, p->dst, b, TARGET, &p->handles[k]), "ARMCI_NbGet of %d bytes", b);
         }
         for (int k = 0; k < w; k++)
-          check_rc(ARMCI_Wait(&p->handles[k]), "ARMCI_Wait(NbGet)", b);
+          BENCH_CHECK(ARMCI_Wait(&p->handles[k]), "ARMCI_Wait(NbGet) of %d bytes", b);
       }
     }
     break;
   case K_ACC:
     if (!p->nonblocking) {
       for (long i = 0; i < n; i++)
-        check_rc(ARMCI_Acc(ARMCI_ACC_DBL, &scale, p->src, p->dst, b, TARGET), "ARMCI_Acc", b);
+        BENCH_CHECK(ARMCI_Acc(ARMCI_ACC_DBL, &scale, p->src, p->dst, b, TARGET), "ARMCI_Acc of %d bytes", b);
       p->acc_ops += n;
     } else {
       for (long i = 0; i < n; i++) {
         for (int k = 0; k < w; k++) {
           ARMCI_INIT_HANDLE(&p->handles[k]);
-          check_rc(ARMCI_NbAcc(ARMCI_ACC_DBL, &scale, p->src, p->dst, b, TARGET, &p->handles[k]),
-                   "ARMCI_NbAcc", b);
+          BENCH_CHECK(ARMCI_NbAcc(ARMCI_ACC_DBL, &scale, p->src, p->dst, b, TARGET, &p->handles[k]),
+                      "ARMCI_NbAcc of %d bytes", b);
         }
         for (int k = 0; k < w; k++)
-          check_rc(ARMCI_Wait(&p->handles[k]), "ARMCI_Wait(NbAcc)", b);
+          BENCH_CHECK(ARMCI_Wait(&p->handles[k]), "ARMCI_Wait(NbAcc) of %d bytes", b);
       }
       p->acc_ops += n * w;
     }
@@ -234,28 +182,15 @@ static double run_iters(struct phase *p, long n) {
   return now() - t0;
 }
 
-/* The iteration count for one sample of about c->rep_seconds. A doubling
- * probe finds a count that runs for a measurable time; it also warms caches,
- * page mappings and whatever connection state the library sets up on first
- * use. The count is then timed a few more times and the fastest run is used:
- * one run that was preempted would otherwise shrink every sample of the cell
- * for the rest of the benchmark. */
+static double run_phase_iters(void *p, long n) { return run_iters(p, n); }
+
+/* The iteration count for one sample of about c->rep_seconds: a doubling
+ * probe to an eighth of it (which also warms caches, page mappings and
+ * whatever connection state the library sets up on first use), timed three
+ * more times, the fastest scaled. */
 static long calibrate(struct phase *p, const struct config *c) {
-  long n = 1;
-  double t;
-  for (;;) {
-    t = run_iters(p, n);
-    if (t >= c->rep_seconds / 8 || n >= (1L << 40))
-      break;
-    n *= 2;
-  }
-  for (int k = 0; k < 3; k++) {
-    double again = run_iters(p, n);
-    if (again < t)
-      t = again;
-  }
-  long iters = t > 0 ? (long)((double)n * c->rep_seconds / t) : n;
-  return iters < 1 ? 1 : iters;
+  const struct bench_calibration cal = {c->rep_seconds, 1.0 / 8, 3, 1, 1, 1L << 40};
+  return bench_calibrate(&cal, run_phase_iters, p);
 }
 
 /* Seconds per operation of one sample. */
@@ -275,145 +210,61 @@ static int window_for(long size, const struct config *c) {
   return (int)w;
 }
 
-static long parse_size(const char *s) {
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || end == s || v <= 0)
-    return -1;
-  if (*end == 'k' || *end == 'K')
-    v <<= 10, end++;
-  else if (*end == 'm' || *end == 'M')
-    v <<= 20, end++;
-  if (*end == 'i' || *end == 'B' || *end == 'b')
-    end++;
-  if (*end == 'B')
-    end++;
-  return *end ? -1 : v;
-}
+static const char about[] =
+    "Latency and bandwidth of contiguous ARMCI_Put, ARMCI_Get and ARMCI_Acc from rank 0\n"
+    "to rank 1, next to a one-core memcpy of the same size measured in the same run.";
 
-static void usage(FILE *f) {
-  fprintf(f,
-          "usage: mpirun -np 2 contig_bench [-q] [-s MAXSIZE] [-o OFFSET] [-r REPS]\n"
-          "                                 [-t REP_MS] [-w WINDOW] [-c FILE.csv]\n"
-          "  -q          quick run: 6 sizes up to 1M, 3 samples of 3 ms\n"
-          "              (also CONTIG_BENCH_QUICK=1 in the environment)\n"
-          "  -s MAXSIZE  largest message, e.g. 65536, 64K, 1M (default 4M)\n"
-          "  -o OFFSET   destination offset of the *_oOFFSET rows; 0 turns\n"
-          "              them off (default 16)\n"
-          "  -r REPS     samples per measurement, each from its own pass over\n"
-          "              all ops and sizes; the median is reported (default 9,\n"
-          "              at most %d)\n"
-          "  -t REP_MS   target duration of one sample in ms (default 10)\n"
-          "  -w WINDOW   most nonblocking operations in flight (default 64)\n"
-          "  -c FILE     write the CSV there instead of after '# CSV' on stdout\n",
-          MAX_REPS);
-}
-
-/* Returns 0 when the run should go on, otherwise the exit code. */
-static int parse_args(int argc, char **argv, struct config *c) {
+static void parse_args(int argc, char **argv, struct config *c) {
   const char *q = getenv("CONTIG_BENCH_QUICK");
+  int reps_given = 0, time_given = 0;
   c->max_size = 4L << 20;
+  c->nsizes = 0;
   c->reps = 9;
+  c->warmup = 0;
   c->rep_seconds = 0.010;
   c->quick = q && *q && strcmp(q, "0") != 0;
   c->offset = 16;
   c->max_window = 64;
+  c->ops = OPS_PUT | OPS_PUT_FENCE | OPS_GET | OPS_ACC;
   c->csv_path = NULL;
-  int reps_given = 0, time_given = 0, opt;
-  opterr = 0;
-  while ((opt = getopt(argc, argv, "qs:o:r:t:w:c:h")) != -1) {
-    long v;
-    switch (opt) {
-    case 'q':
-      c->quick = 1;
-      break;
-    case 's':
-      v = parse_size(optarg);
-      if (v < 8 || v > (1L << 30)) {
-        if (me == 0)
-          fprintf(stderr, "contig_bench: -s needs a size from 8 to 1G, got '%s'\n", optarg);
-        return 2;
-      }
-      c->max_size = v;
-      break;
-    case 'o':
-      v = parse_size(optarg);
-      if (strcmp(optarg, "0") == 0)
-        v = 0;
-      if (v < 0 || v > PAGE - GUARD) {
-        if (me == 0)
-          fprintf(stderr, "contig_bench: -o needs an offset from 0 to %d, got '%s'\n",
-                  PAGE - GUARD, optarg);
-        return 2;
-      }
-      c->offset = v;
-      break;
-    case 'r':
-      v = strtol(optarg, NULL, 10);
-      if (v < 1 || v > MAX_REPS) {
-        if (me == 0)
-          fprintf(stderr, "contig_bench: -r needs 1 to %d, got '%s'\n", MAX_REPS, optarg);
-        return 2;
-      }
-      c->reps = (int)v;
-      reps_given = 1;
-      break;
-    case 't': {
-      double ms = strtod(optarg, NULL);
-      if (!(ms > 0 && ms <= 10000)) {
-        if (me == 0)
-          fprintf(stderr, "contig_bench: -t needs milliseconds in (0, 10000], got '%s'\n",
-                  optarg);
-        return 2;
-      }
-      c->rep_seconds = ms * 1e-3;
-      time_given = 1;
-      break;
-    }
-    case 'w':
-      v = strtol(optarg, NULL, 10);
-      if (v < 1 || v > 4096) {
-        if (me == 0)
-          fprintf(stderr, "contig_bench: -w needs 1 to 4096, got '%s'\n", optarg);
-        return 2;
-      }
-      c->max_window = (int)v;
-      break;
-    case 'c':
-      c->csv_path = optarg;
-      break;
-    case 'h':
-      if (me == 0)
-        usage(stdout);
-      return 1;
-    default:
-      if (me == 0) {
-        fprintf(stderr, "contig_bench: unknown option or missing value '-%c'\n", optopt);
-        usage(stderr);
-      }
-      return 2;
-    }
-  }
-  if (optind < argc) {
-    if (me == 0) {
-      fprintf(stderr, "contig_bench: unexpected argument '%s'\n", argv[optind]);
-      usage(stderr);
-    }
-    return 2;
-  }
+  const struct bench_opt opts[] = {
+      {'q', "quick", OPT_FLAG, &c->quick, 0, 0, NULL,
+       "quick run: sizes 8,64,512,4K,64K,1M, 3 samples of 3 ms\n(also CONTIG_BENCH_QUICK=1)", NULL, NULL, 0,
+       NULL},
+      {'s', "max-size", OPT_BYTES, &c->max_size, 8, 1L << 30, "BYTES",
+       "largest message; sizes are the powers of 2 from 8 up to it", NULL, NULL, 0, NULL},
+      {0, "sizes", OPT_LIST, c->sizes, 8, 1L << 30, "LIST", "these sizes instead (comma list, K/M suffixes)",
+       NULL, &c->nsizes, MAX_SIZES, NULL},
+      {'o', "offset", OPT_BYTES, &c->offset, 0, PAGE - GUARD, "BYTES",
+       "destination offset of the *_oOFFSET rows; 0 leaves them out", NULL, NULL, 0, NULL},
+      BENCH_OPT_REPS('r', &c->reps, &reps_given),
+      BENCH_OPT_SAMPLE_MS('t', &c->rep_seconds, &time_given),
+      BENCH_OPT_WARMUP(&c->warmup),
+      {'w', "window", OPT_INT, &c->max_window, 1, 4096, "N", "most nonblocking operations in one window", NULL,
+       NULL, 0, NULL},
+      {0, "ops", OPT_SET, &c->ops, 0, 0, "LIST", "which rows besides memcpy: put,put+fence,get,acc", op_choices,
+       NULL, 0, NULL},
+      BENCH_OPT_CSV('c', &c->csv_path),
+      BENCH_OPT_END};
+  bench_parse(argc, argv, opts, about);
   if (c->quick) {
     if (!reps_given)
       c->reps = 3;
     if (!time_given)
       c->rep_seconds = 0.003;
   }
-  return 0;
+  if (c->nsizes)
+    for (int i = 0; i < c->nsizes; i++)
+      if (c->sizes[i] > c->max_size)
+        c->max_size = c->sizes[i]; /* the buffers are sized by it */
 }
 
 static int make_sizes(const struct config *c, long *sizes) {
   int n = 0;
-  if (c->quick) {
+  if (c->nsizes) {
+    memcpy(sizes, c->sizes, sizeof(long) * (size_t)c->nsizes);
+    n = c->nsizes;
+  } else if (c->quick) {
     static const long quick[] = {8, 64, 512, 4096, 65536, 1L << 20};
     for (size_t i = 0; i < sizeof quick / sizeof quick[0]; i++)
       if (quick[i] <= c->max_size)
@@ -434,15 +285,21 @@ static int make_rows(const struct config *c, struct row_def *rows) {
              "one-core memcpy, destination %ld B past a page boundary, source aligned", c->offset);
     n++;
   }
-  rows[n++] = (struct row_def){K_PUT, 0, "put", "lat: ARMCI_Put, one ARMCI_Fence per sample | bw: windows of NbPut+Wait, one ARMCI_Fence per sample"};
-  rows[n++] = (struct row_def){K_PUT_FENCE, 0, "put+fence", "lat: ARMCI_Put + ARMCI_Fence each | bw: windows of NbPut+Wait, then ARMCI_Fence"};
-  rows[n++] = (struct row_def){K_GET, 0, "get", "lat: ARMCI_Get | bw: windows of NbGet+Wait"};
-  rows[n++] = (struct row_def){K_ACC, 0, "acc", "lat: ARMCI_Acc(ARMCI_ACC_DBL, scale 1), one ARMCI_Fence per sample | bw: windows of NbAcc+Wait, one ARMCI_Fence per sample"};
-  if (c->offset) {
+  if (c->ops & OPS_PUT)
+    rows[n++] = (struct row_def){K_PUT, 0, "put", "lat: ARMCI_Put, one ARMCI_Fence per sample | bw: windows of NbPut+Wait, one ARMCI_Fence per sample"};
+  if (c->ops & OPS_PUT_FENCE)
+    rows[n++] = (struct row_def){K_PUT_FENCE, 0, "put+fence", "lat: ARMCI_Put + ARMCI_Fence each | bw: windows of NbPut+Wait, then ARMCI_Fence"};
+  if (c->ops & OPS_GET)
+    rows[n++] = (struct row_def){K_GET, 0, "get", "lat: ARMCI_Get | bw: windows of NbGet+Wait"};
+  if (c->ops & OPS_ACC)
+    rows[n++] = (struct row_def){K_ACC, 0, "acc", "lat: ARMCI_Acc(ARMCI_ACC_DBL, scale 1), one ARMCI_Fence per sample | bw: windows of NbAcc+Wait, one ARMCI_Fence per sample"};
+  if (c->offset && (c->ops & OPS_PUT)) {
     rows[n] = (struct row_def){K_PUT, c->offset, "", ""};
     snprintf(rows[n].what, sizeof rows[n].what,
              "as put, the remote destination %ld B past a page boundary", c->offset);
     n++;
+  }
+  if (c->offset && (c->ops & OPS_GET)) {
     rows[n] = (struct row_def){K_GET, c->offset, "", ""};
     snprintf(rows[n].what, sizeof rows[n].what,
              "as get, the local destination %ld B past a page boundary", c->offset);
@@ -520,7 +377,7 @@ static void run_phase(struct bench *b, int ri, int si, int pass) {
       break;
     }
   } else if (me == TARGET && row->kind != K_MEMCPY) {
-    local_access_begin(b->bases[me]);
+    access_begin(b->bases[me]);
     switch (row->kind) {
     case K_PUT:
     case K_PUT_FENCE:
@@ -537,7 +394,7 @@ static void run_phase(struct bench *b, int ri, int si, int pass) {
     default:
       break;
     }
-    local_access_end(b->bases[me]);
+    access_end(b->bases[me]);
   }
   ARMCI_Barrier();
 
@@ -554,7 +411,7 @@ static void run_phase(struct bench *b, int ri, int si, int pass) {
       /* The expected sum depends on how many Acc calls ran, which only the
        * origin knows, so the origin reads the result back. */
       ARMCI_Fence(TARGET);
-      check_rc(ARMCI_Get(b->remote, dst, bytes, TARGET), "ARMCI_Get (acc check)", bytes);
+      BENCH_CHECK(ARMCI_Get(b->remote, dst, bytes, TARGET), "ARMCI_Get (acc check) of %d bytes", bytes);
       const double *got = (const double *)dst;
       for (size_t i = 0; i < n / sizeof(double); i++) {
         double want = (double)ph.acc_ops * acc_src_value(i);
@@ -574,7 +431,7 @@ static void run_phase(struct bench *b, int ri, int si, int pass) {
       die("%s: wrong data at byte %ld of the destination", what, bad);
     check_guards(dst + off, n, what);
   } else if (me == TARGET && row->kind != K_MEMCPY) {
-    local_access_begin(b->bases[me]);
+    access_begin(b->bases[me]);
     if (row->kind == K_PUT || row->kind == K_PUT_FENCE) {
       long bad = find_pattern_mismatch(mine + off, n, seed);
       if (bad >= 0)
@@ -587,72 +444,69 @@ static void run_phase(struct bench *b, int ri, int si, int pass) {
       if (bad >= 0)
         die("%s: the get source changed at byte %ld", what, bad);
     }
-    local_access_end(b->bases[me]);
+    access_end(b->bases[me]);
   }
 }
 
-/* Median seconds per operation of a cell's blocking [0] or windowed [1]
- * measurement. */
-static double cell_median(const struct bench *b, int ri, int si, int nb) {
-  double v[MAX_REPS];
-  memcpy(v, b->cells[ri][si].sec_per_op[nb], sizeof(double) * (size_t)b->cfg.reps);
-  return median(v, b->cfg.reps);
+/* Seconds per operation of a cell's blocking [0] or windowed [1]
+ * measurement, over its samples. */
+static struct bench_stats cell_stats(const struct bench *b, int ri, int si, int nb) {
+  return bench_stats(b->cells[ri][si].sec_per_op[nb], b->cfg.reps);
 }
 
-static double cell_bw(const struct bench *b, int ri, int si) {
-  const int nb = b->rows[ri].kind == K_MEMCPY ? 0 : 1;
-  return (double)b->sizes[si] / cell_median(b, ri, si, nb) * 1e-6;
+/* Bandwidth (1e6 B/s) of the windowed measurement (memcpy: of the copies). */
+static struct bench_stats cell_bw(const struct bench *b, int ri, int si) {
+  const struct bench_stats t = cell_stats(b, ri, si, b->rows[ri].kind == K_MEMCPY ? 0 : 1);
+  const double mb = (double)b->sizes[si] * 1e-6;
+  return (struct bench_stats){mb / t.median, mb / t.q3, mb / t.q1, mb / t.max, mb / t.min};
 }
 
-static void print_tables(const struct bench *b) {
+static const struct bench_col columns[] = {
+    {NULL, "op", COL_STR, 0, 0, 0},
+    {"size", "size", COL_LONG, 10, 0, 0},
+    {"lat_us", "lat_us_median", COL_DOUBLE, 12, 3, 4},
+    {"bw_MB/s", "bw_MBps_median", COL_DOUBLE, 12, 1, 2},
+    {"window", NULL, COL_DOUBLE, 7, 0, 0},
+    {"memcpy_MB/s", "memcpy_bw_MBps", COL_DOUBLE, 13, 1, 2},
+    {"bw/memcpy", "ratio_to_memcpy", COL_DOUBLE, 10, 3, 4},
+    {NULL, "lat_us_q1", COL_DOUBLE, 0, 0, 4},
+    {NULL, "lat_us_q3", COL_DOUBLE, 0, 0, 4},
+    {NULL, "bw_MBps_q1", COL_DOUBLE, 0, 0, 2},
+    {NULL, "bw_MBps_q3", COL_DOUBLE, 0, 0, 2},
+};
+static const struct bench_table table = BENCH_TABLE(columns);
+
+/* One table per op; every row also goes to the CSV. */
+static void print_results(const struct bench *b) {
   for (int ri = 0; ri < b->nrows; ri++) {
     const struct row_def *row = &b->rows[ri];
     printf("\n== %s: %s\n", row->name, row->what);
-    if (row->kind == K_MEMCPY)
-      printf("%10s %12s %12s\n", "size", "time_us", "bw_MB/s");
-    else
-      printf("%10s %12s %12s %7s %13s %10s\n", "size", "lat_us", "bw_MB/s", "window",
-             "memcpy_MB/s", "bw/memcpy");
+    bench_table_header(&table);
     for (int si = 0; si < b->nsizes; si++) {
-      const double lat_us = cell_median(b, ri, si, 0) * 1e6, bw = cell_bw(b, ri, si);
-      if (row->kind == K_MEMCPY) {
-        printf("%10ld %12.3f %12.1f\n", b->sizes[si], lat_us, bw);
-      } else {
-        const double mbw = cell_bw(b, memcpy_row_for(b, ri), si);
-        printf("%10ld %12.3f %12.1f %7d %13.1f %10.3f\n", b->sizes[si], lat_us, bw,
-               b->cells[ri][si].window, mbw, bw / mbw);
-      }
+      const struct bench_stats lat = cell_stats(b, ri, si, 0), bw = cell_bw(b, ri, si);
+      const double mbw = cell_bw(b, memcpy_row_for(b, ri), si).median;
+      bench_row(&table, row->name, b->sizes[si], lat.median * 1e6, bw.median,
+                row->kind == K_MEMCPY ? NAN : (double)b->cells[ri][si].window, mbw, bw.median / mbw,
+                lat.q1 * 1e6, lat.q3 * 1e6, bw.q1, bw.q3);
     }
   }
-  fflush(stdout);
 }
 
-static void write_csv(const struct bench *b, FILE *csv) {
-  fprintf(csv, "impl,op,size,lat_us_median,bw_MBps_median,memcpy_bw_MBps,ratio_to_memcpy\n");
+static void one_pass(void *ctx, int pass) {
+  struct bench *b = ctx;
   for (int ri = 0; ri < b->nrows; ri++)
-    for (int si = 0; si < b->nsizes; si++) {
-      const double bw = cell_bw(b, ri, si), mbw = cell_bw(b, memcpy_row_for(b, ri), si);
-      fprintf(csv, "%s,%s,%ld,%.4f,%.2f,%.2f,%.4f\n", IMPL_NAME, b->rows[ri].name,
-              b->sizes[si], cell_median(b, ri, si, 0) * 1e6, bw, mbw, bw / mbw);
-    }
+    for (int si = 0; si < b->nsizes; si++)
+      run_phase(b, ri, si, pass);
 }
 
 int main(int argc, char **argv) {
-  bench_start(&argc, &argv);
+  bench_start(&argc, &argv, "contig_bench");
   nproc = armci_msg_nproc();
 
   static struct bench bench;
   struct bench *b = &bench;
-  int code = parse_args(argc, argv, &b->cfg);
-  if (code == 0 && nproc < 2) {
-    if (me == 0)
-      fprintf(stderr, "contig_bench: needs 2 processes (mpirun -np 2), got %d\n", nproc);
-    code = 2;
-  }
-  if (code != 0) {
-    bench_end();
-    return code == 1 ? 0 : code;
-  }
+  parse_args(argc, argv, &b->cfg);
+  bench_need_procs(2);
   const struct config *cfg = &b->cfg;
   b->nsizes = make_sizes(cfg, b->sizes);
   b->nrows = make_rows(cfg, b->rows);
@@ -670,7 +524,6 @@ int main(int argc, char **argv) {
   b->mine = me <= TARGET ? region_of(b->bases[me]) : NULL;
 
   void *src_base = NULL, *dst_base = NULL;
-  FILE *csv = NULL;
   if (me == ORIGIN) {
     src_base = ARMCI_Malloc_local((armci_size_t)buf_bytes);
     dst_base = ARMCI_Malloc_local((armci_size_t)buf_bytes);
@@ -680,55 +533,25 @@ int main(int argc, char **argv) {
     b->dst = region_of(dst_base);
     memset(src_base, 0, buf_bytes);
     memset(dst_base, 0, buf_bytes);
-    /* Open the CSV now so that a bad path fails before the long part. */
-    if (cfg->csv_path && !(csv = fopen(cfg->csv_path, "w")))
-      die("cannot write %s: %s", cfg->csv_path, strerror(errno));
-    printf("# contig_bench impl=%s nproc=%d reps=%d rep_ms=%.1f max_size=%ld offset=%ld "
+    bench_csv_open(cfg->csv_path, &table, cfg->reps);
+    printf("# contig_bench impl=%s nproc=%d binding=%s reps=%d rep_ms=%.1f max_size=%ld offset=%ld "
            "max_window=%d quick=%d\n",
-           IMPL_NAME, nproc, cfg->reps, cfg->rep_seconds * 1e3, cfg->max_size, cfg->offset,
-           cfg->max_window, cfg->quick);
+           IMPL_NAME, nproc, bench_binding(), cfg->reps, cfg->rep_seconds * 1e3, cfg->max_size,
+           cfg->offset, cfg->max_window, cfg->quick);
     fflush(stdout);
   }
 
-  /* Each pass visits every cell once, and a cell's samples come from
-   * different passes: on a shared, noisy machine a burst of load then spoils
-   * one sample of many cells (which the median drops) instead of every
-   * sample of a few cells. */
-  const double load_before = load_average();
-  const double t_start = now(), cpu_start = cpu_now();
-  for (int pass = 0; pass <= cfg->reps; pass++) {
-    for (int ri = 0; ri < b->nrows; ri++)
-      for (int si = 0; si < b->nsizes; si++)
-        run_phase(b, ri, si, pass);
-    if (me == ORIGIN) {
-      fprintf(stderr, "# contig_bench: %s %d/%d done, %.1f s\n",
-              pass ? "pass" : "calibration", pass, cfg->reps, now() - t_start);
-      fflush(stderr);
-    }
-  }
+  struct bench_run run;
+  bench_run_begin(&run);
+  bench_passes(cfg->reps, cfg->warmup, one_pass, b);
 
   if (me == ORIGIN) {
-    const double wall = now() - t_start, cpu = cpu_now() - cpu_start;
-    /* Numbers to judge a run by: a busy-polling library keeps rank 0 on the
-     * CPU all the time, so a share well below 1 means other load took the
-     * core for part of the run (a library that sleeps in waits lowers it
-     * too). */
-    printf("# run: %.1f s; rank 0 cpu/wall %.2f; load average %.2f before, %.2f after\n", wall,
-           wall > 0 ? cpu / wall : 0.0, load_before, load_average());
+    bench_run_print(&run, NULL);
     printf("# lat: median time per blocking operation; bw: median bandwidth (1e6 B/s) of\n"
            "# windows of nonblocking operations; %d samples each, all data checked\n",
            cfg->reps);
-    print_tables(b);
-    if (csv) {
-      write_csv(b, csv);
-      if (fclose(csv) != 0)
-        die("cannot write %s", cfg->csv_path);
-      printf("\n# CSV written to %s\n", cfg->csv_path);
-    } else {
-      printf("\n# CSV\n");
-      write_csv(b, stdout);
-    }
-    fflush(stdout);
+    print_results(b);
+    bench_csv_finish();
     ARMCI_Free_local(src_base);
     ARMCI_Free_local(dst_base);
   }

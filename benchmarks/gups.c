@@ -26,13 +26,11 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#define BENCH_PROGRAM "gups"
-#include "bench_common.h"
+#include "harness.h"
 
 #define POLY 0x0000000000000007ULL
 #define IN_FLIGHT 1024
 #define NMUTEX 64
-#define MAX_REPS 51
 
 static int np;
 static long L_words; /* words per rank */
@@ -50,7 +48,7 @@ static uint64_t start_random(int rank) {
 }
 
 enum variant { V_LOCK, V_ACC, V_FADD, V_RACY, NVARIANTS };
-static const char *variant_names[NVARIANTS] = {"lock", "acc", "fadd", "racy"};
+static const char *const variant_names[NVARIANTS + 1] = {"lock", "acc", "fadd", "racy", NULL};
 static const char *variant_rules[NVARIANTS] = {"xor", "add", "add(int)", "xor"};
 
 /* One pass over this rank's stream; inverse = 1 undoes a forward pass. */
@@ -111,36 +109,38 @@ static long count_errors(void) {
   return total;
 }
 
+static const struct bench_col columns[] = {
+    {NULL, "mode", COL_STR, 0, 0, 0},
+    {"variant", "variant", COL_STR, -8, 0, 0},
+    {"update", "update", COL_STR, -9, 0, 0},
+    {NULL, "words_per_rank", COL_LONG, 0, 0, 0},
+    {NULL, "updates_per_rank", COL_LONG, 0, 0, 0},
+    {"time_s", "time_s_median", COL_DOUBLE, 12, 4, 6},
+    {"GUPS", "gups", COL_DOUBLE, 14, 6, 6},
+    {"us/update", NULL, COL_DOUBLE, 10, 3, 0},
+    {"errors", "errors", COL_LONG, 8, 0, 0},
+};
+static const struct bench_table results_table = BENCH_TABLE(columns);
+
+static const char about[] =
+    "HPCC RandomAccess over ARMCI: every rank applies updates at random indices of a table\n"
+    "spread over all ranks; the inverse pass must restore it (errors: words that differ).";
+
 int main(int argc, char **argv) {
-  bench_start(&argc, &argv);
+  bench_start(&argc, &argv, "gups");
   np = armci_msg_nproc();
 
-  int log_words = 20, reps = 3;
+  int log_words = 20, reps = 3, chosen = 1 << V_LOCK | 1 << V_ACC | 1 << V_FADD;
   long updates = 1L << 17;
-  char variants_arg[128] = "lock,acc,fadd";
   const char *csv_path = NULL;
-  int opt;
-  while ((opt = getopt(argc, argv, "l:u:r:v:c:h")) != -1) {
-    switch (opt) {
-    case 'l': log_words = atoi(optarg); break;
-    case 'u': updates = atol(optarg); break;
-    case 'r': reps = atoi(optarg); break;
-    case 'v': snprintf(variants_arg, sizeof variants_arg, "%s", optarg); break;
-    case 'c': csv_path = optarg; break;
-    default:
-      if (me == 0) fprintf(stderr, "usage: gups [-l LOG2WORDS] [-u UPDATES] [-r REPS] [-v lock,acc,fadd,racy] [-c FILE]\n");
-      bench_end();
-      return opt == 'h' ? 0 : 2;
-    }
-  }
-  if (log_words < 4 || log_words > 30 || updates < 1 || reps < 1 || reps > MAX_REPS) die("bad options");
-  int chosen[NVARIANTS] = {0};
-  for (char *tok = strtok(variants_arg, ","); tok; tok = strtok(NULL, ",")) {
-    int found = 0;
-    for (int v = 0; v < NVARIANTS; v++)
-      if (strcmp(tok, variant_names[v]) == 0) chosen[v] = found = 1;
-    if (!found) die("unknown variant '%s' (lock, acc, fadd, racy)", tok);
-  }
+  const struct bench_opt opts[] = {
+      {'l', "log-words", OPT_INT, &log_words, 4, 30, "L", "2^L table words per rank", NULL, NULL, 0, NULL},
+      {'u', "updates", OPT_LONG, &updates, 1, 1L << 40, "N", "updates per rank", NULL, NULL, 0, NULL},
+      BENCH_OPT_REPS('r', &reps, NULL),
+      {'v', "ops", OPT_SET, &chosen, 0, 0, "LIST", "variants: lock,acc,fadd,racy", variant_names, NULL, 0, NULL},
+      BENCH_OPT_CSV('c', &csv_path),
+      BENCH_OPT_END};
+  bench_parse(argc, argv, opts, about);
 
   L_words = 1L << log_words;
   table = malloc(sizeof(long *) * (size_t)np);
@@ -162,8 +162,8 @@ int main(int argc, char **argv) {
   } rows[NVARIANTS];
   int nrows = 0;
   for (int v = 0; v < NVARIANTS; v++) {
-    if (!chosen[v]) continue;
-    double times[MAX_REPS];
+    if (!(chosen & (1 << v))) continue;
+    double times[BENCH_MAX_REPS];
     long errors = 0;
     for (int r = 0; r < reps; r++) {
       ARMCI_Barrier();
@@ -189,8 +189,7 @@ int main(int argc, char **argv) {
         ARMCI_Barrier();
       }
     }
-    qsort(times, (size_t)reps, sizeof(double), cmp_double);
-    double t = reps % 2 ? times[reps / 2] : 0.5 * (times[reps / 2 - 1] + times[reps / 2]);
+    const double t = bench_median(times, reps);
     rows[nrows].v = v;
     rows[nrows].t = t;
     rows[nrows].gups = (double)updates * np / t / 1e9;
@@ -199,29 +198,19 @@ int main(int argc, char **argv) {
   }
 
   int exit_code = 0;
+  bench_csv_open(csv_path, &results_table, reps);
   if (me == 0) {
-    printf("# gups impl=%s mode=%s np=%d words/rank=2^%d updates/rank=%ld reps=%d\n", IMPL_NAME, mode, np, log_words,
-           updates, reps);
-    printf("%-8s %-9s %12s %14s %10s %8s\n", "variant", "update", "time_s", "GUPS", "us/update", "errors");
-    for (int i = 0; i < nrows; i++)
-      printf("%-8s %-9s %12.4f %14.6f %10.3f %8ld\n", variant_names[rows[i].v], variant_rules[rows[i].v], rows[i].t,
-             rows[i].gups, rows[i].t / (double)updates * 1e6, rows[i].errors);
-    printf("(errors: words not back at their initial value after the inverse pass, summed over reps;"
-           " us/update: per rank)\n");
-    FILE *csv = stdout;
-    if (csv_path) {
-      csv = fopen(csv_path, "w");
-      if (!csv) die("cannot write %s", csv_path);
-    } else {
-      printf("# CSV\n");
-    }
-    fprintf(csv, "impl,mode,nprocs,variant,update,words_per_rank,updates_per_rank,time_s_median,gups,errors\n");
+    printf("# gups impl=%s mode=%s np=%d binding=%s words/rank=2^%d updates/rank=%ld reps=%d\n", IMPL_NAME, mode,
+           np, bench_binding(), log_words, updates, reps);
+    bench_table_header(&results_table);
     for (int i = 0; i < nrows; i++) {
-      fprintf(csv, "%s,%s,%d,%s,%s,%ld,%ld,%.6f,%.6f,%ld\n", IMPL_NAME, mode, np, variant_names[rows[i].v],
-              variant_rules[rows[i].v], L_words, updates, rows[i].t, rows[i].gups, rows[i].errors);
+      bench_row(&results_table, mode, variant_names[rows[i].v], variant_rules[rows[i].v], L_words, updates, rows[i].t,
+                rows[i].gups, rows[i].t / (double)updates * 1e6, rows[i].errors);
       if (rows[i].errors != 0 && rows[i].v != V_RACY) exit_code = 3;
     }
-    if (csv != stdout) fclose(csv);
+    printf("(errors: words not back at their initial value after the inverse pass, summed over reps;"
+           " us/update: per rank)\n");
+    bench_csv_finish();
     if (exit_code) fprintf(stderr, "gups: an exact variant had errors\n");
   }
   ARMCI_Barrier();

@@ -31,11 +31,9 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#define BENCH_PROGRAM "helper_cost"
-#include "bench_common.h"
+#include "harness.h"
 #include "bench_compute.h"
 
-#define MAX_REPS 101
 #define MAX_PROCS 64
 #define NSTATS 9
 #define STAT_PAGE 4096 /* rank 0: everyone's results, then the put target */
@@ -62,109 +60,61 @@ static const char *helper_setting(void) {
   return buf;
 }
 
-static double med(const double *v, int n) {
-  double tmp[MAX_REPS];
-  memcpy(tmp, v, sizeof(double) * (size_t)n);
-  return median(tmp, n);
-}
+static const struct bench_col columns[] = {
+    {NULL, "path", COL_STR, 0, 0, 0},
+    {NULL, "mode", COL_STR, 0, 0, 0},
+    {NULL, "helper", COL_STR, 0, 0, 0},
+    {"rank", "rank", COL_LONG, 4, 0, 0},
+    {"role", "role", COL_STR, -7, 0, 0},
+    {"seconds", "seconds_median", COL_DOUBLE, 10, 4, 5},
+    {"Gflop/s", "gflops_median", COL_DOUBLE, 9, 3, 4},
+    {"min", "gflops_min", COL_DOUBLE, 9, 3, 4},
+    {"max", "gflops_max", COL_DOUBLE, 9, 3, 4},
+    {"Gf/cpu-s", "gflops_per_cpu_s", COL_DOUBLE, 10, 3, 4},
+    {"main_cpu", "main_cpu", COL_DOUBLE, 9, 3, 4},
+    {"other_cpu", "other_cpu", COL_DOUBLE, 9, 3, 4},
+    {"puts", "puts", COL_DOUBLE, 8, 0, 0},
+};
+static const struct bench_table table = BENCH_TABLE(columns);
 
-static void usage(FILE *f) {
-  fprintf(f,
-          "usage: mpirun -np 2 helper_cost [-k RUNS] [-d SECONDS] [-m idle|mixed] [-p PERIOD_US]\n"
-          "                                [-b BYTES] [-c FILE.csv]\n"
-          "  -k RUNS     kernel runs per rank, median reported (default 9, at most %d)\n"
-          "  -d SECONDS  length of one run (default 0.2)\n"
-          "  -m MODE     idle: no communication (default); mixed: rank 1 puts to rank 0\n"
-          "              while both compute\n"
-          "  -p US       mixed: one put every US microseconds of rank 1's kernel (default 1000)\n"
-          "  -b BYTES    mixed: bytes per put (default 4096)\n"
-          "  -c FILE     write the CSV there instead of after '# CSV' on stdout\n",
-          MAX_REPS);
-}
+static const char about[] =
+    "What the library's threads cost an application that computes: every rank runs a\n"
+    "compute kernel without library calls; compare the rates across ARMCI_HELPER settings.";
+static const char *const mode_names[] = {"idle", "mixed", NULL};
 
-static int parse_args(int argc, char **argv, struct config *c) {
+static void parse_args(int argc, char **argv, struct config *c) {
   c->runs = 9;
   c->seconds = 0.2;
   c->mixed = 0;
   c->period_us = 1000;
   c->put_bytes = 4096;
   c->csv_path = NULL;
-  int opt;
-  opterr = 0;
-  while ((opt = getopt(argc, argv, "k:d:m:p:b:c:h")) != -1) {
-    switch (opt) {
-    case 'k':
-      c->runs = atoi(optarg);
-      if (c->runs < 1 || c->runs > MAX_REPS)
-        goto bad;
-      break;
-    case 'd':
-      c->seconds = strtod(optarg, NULL);
-      if (!(c->seconds > 0 && c->seconds <= 60))
-        goto bad;
-      break;
-    case 'm':
-      if (!strcmp(optarg, "idle"))
-        c->mixed = 0;
-      else if (!strcmp(optarg, "mixed"))
-        c->mixed = 1;
-      else
-        goto bad;
-      break;
-    case 'p':
-      c->period_us = strtod(optarg, NULL);
-      if (!(c->period_us >= 1))
-        goto bad;
-      break;
-    case 'b':
-      c->put_bytes = parse_bytes(optarg);
-      if (c->put_bytes < 8 || c->put_bytes > (64L << 20))
-        goto bad;
-      break;
-    case 'c':
-      c->csv_path = optarg;
-      break;
-    case 'h':
-      if (me == 0)
-        usage(stdout);
-      return 1;
-    default:
-      if (me == 0) {
-        fprintf(stderr, "helper_cost: unknown option or missing value '-%c'\n", optopt);
-        usage(stderr);
-      }
-      return 2;
-    }
-    continue;
-  bad:
-    if (me == 0) {
-      fprintf(stderr, "helper_cost: bad value '%s' for -%c\n", optarg, opt);
-      usage(stderr);
-    }
-    return 2;
-  }
-  if (optind < argc) {
-    if (me == 0)
-      fprintf(stderr, "helper_cost: unexpected argument '%s'\n", argv[optind]);
-    return 2;
-  }
-  return 0;
+  const struct bench_opt opts[] = {
+      BENCH_OPT_REPS('k', &c->runs, NULL),
+      {'d', "seconds", OPT_DOUBLE, &c->seconds, 1e-3, 60, "SECONDS", "length of one run", NULL, NULL, 0, NULL},
+      {'m', "mode", OPT_CHOICE, &c->mixed, 0, 0, "idle|mixed",
+       "idle: no communication; mixed: rank 1 puts to rank 0 while both\ncompute", mode_names, NULL, 0, NULL},
+      {'p', "period-us", OPT_DOUBLE, &c->period_us, 1, 1e9, "US",
+       "mixed: one put every US microseconds of rank 1's kernel", NULL, NULL, 0, NULL},
+      {'b', "bytes", OPT_BYTES, &c->put_bytes, 8, 64L << 20, "BYTES", "mixed: bytes per put", NULL, NULL, 0,
+       NULL},
+      BENCH_OPT_CSV('c', &c->csv_path),
+      BENCH_OPT_END};
+  bench_parse(argc, argv, opts, about);
 }
 
 int main(int argc, char **argv) {
-  bench_start(&argc, &argv);
+  bench_start(&argc, &argv, "helper_cost");
   const int nproc = armci_msg_nproc();
   struct config cfg;
-  int code = parse_args(argc, argv, &cfg);
-  if (code == 0 && (nproc > MAX_PROCS || (cfg.mixed && nproc < 2))) {
+  parse_args(argc, argv, &cfg);
+  if (cfg.mixed)
+    bench_need_procs(2);
+  if (nproc > MAX_PROCS) {
     if (me == 0)
-      fprintf(stderr, "helper_cost: needs 1 to %d processes (2 or more with -m mixed), got %d\n",
-              MAX_PROCS, nproc);
-    code = 2;
-  }
-  if (code != 0) {
+      fprintf(stderr, "helper_cost: needs at most %d processes, got %d\n", MAX_PROCS, nproc);
     bench_end();
-    return code == 1 ? 0 : code;
+    return 2;
   }
 
   /* Rank 0's region: one page of results from every rank, then the
@@ -186,9 +136,7 @@ int main(int argc, char **argv) {
     die("ARMCI_Malloc_local of %ld bytes failed", cfg.put_bytes);
 
   kernel_init();
-  FILE *csv = NULL;
-  if (me == 0 && cfg.csv_path && !(csv = fopen(cfg.csv_path, "w")))
-    die("cannot write %s: %s", cfg.csv_path, strerror(errno));
+  bench_csv_open(cfg.csv_path, &table, cfg.runs);
 
   /* Every rank sizes its own kernel; rates, not times, are compared. */
   ARMCI_Barrier();
@@ -199,11 +147,12 @@ int main(int argc, char **argv) {
   if (piece < 1)
     piece = 1;
 
-  double secs[MAX_REPS], rate[MAX_REPS], cpu_rate[MAX_REPS], main_cpu[MAX_REPS],
-      other_cpu[MAX_REPS];
+  double secs[BENCH_MAX_REPS], rate[BENCH_MAX_REPS], cpu_rate[BENCH_MAX_REPS], main_cpu[BENCH_MAX_REPS],
+      other_cpu[BENCH_MAX_REPS];
   long puts = 0;
   unsigned last_seed = 0; /* of rank 1's last put */
-  const double t_start = now();
+  struct bench_run total;
+  bench_run_begin(&total);
   for (int run = 0; run < cfg.runs; run++) {
     ARMCI_Barrier();
     const double w0 = now(), p0 = cpu_now(), c0 = thread_cpu_now();
@@ -234,21 +183,18 @@ int main(int argc, char **argv) {
     }
     ARMCI_Barrier();
   }
-  const double total_wall = now() - t_start;
 
   /* Results into rank 0's memory; rank 1 also says which of its puts came
    * last, for rank 0 to check that it arrived. */
   double mine[NSTATS];
-  double sorted[MAX_REPS];
-  memcpy(sorted, rate, sizeof(double) * (size_t)cfg.runs);
-  qsort(sorted, (size_t)cfg.runs, sizeof(double), cmp_double);
-  mine[S_SECONDS] = med(secs, cfg.runs);
-  mine[S_RATE] = med(rate, cfg.runs);
-  mine[S_RATE_MIN] = sorted[0];
-  mine[S_RATE_MAX] = sorted[cfg.runs - 1];
-  mine[S_CPU_RATE] = med(cpu_rate, cfg.runs);
-  mine[S_MAIN_CPU] = med(main_cpu, cfg.runs);
-  mine[S_OTHER_CPU] = med(other_cpu, cfg.runs);
+  const struct bench_stats rates = bench_stats(rate, cfg.runs);
+  mine[S_SECONDS] = bench_median(secs, cfg.runs);
+  mine[S_RATE] = rates.median;
+  mine[S_RATE_MIN] = rates.min;
+  mine[S_RATE_MAX] = rates.max;
+  mine[S_CPU_RATE] = bench_median(cpu_rate, cfg.runs);
+  mine[S_MAIN_CPU] = bench_median(main_cpu, cfg.runs);
+  mine[S_OTHER_CPU] = bench_median(other_cpu, cfg.runs);
   mine[S_PUTS] = (double)puts;
   mine[S_LAST_SEED] = (double)last_seed;
   if (ARMCI_Put(mine, (double *)bases[0] + me * NSTATS, (int)sizeof mine, 0) != 0)
@@ -267,45 +213,27 @@ int main(int argc, char **argv) {
     if (bad >= 0)
       die("-m mixed: rank 1's last put did not arrive (byte %ld differs)", bad);
 
-    printf("# helper_cost impl=%s path=%s mode=%s helper=%s nproc=%d runs=%d seconds=%.2f",
-           IMPL_NAME, nproc > 1 ? transfer_path() : "-", cfg.mixed ? "mixed" : "idle",
-           helper_setting(), nproc, cfg.runs, cfg.seconds);
+    const char *path = nproc > 1 ? transfer_path() : "-", *mode = cfg.mixed ? "mixed" : "idle";
+    printf("# helper_cost impl=%s path=%s mode=%s helper=%s nproc=%d binding=%s runs=%d seconds=%.2f",
+           IMPL_NAME, path, mode, helper_setting(), nproc, bench_binding(), cfg.runs, cfg.seconds);
     if (cfg.mixed)
       printf(" put_bytes=%ld period_us=%.0f", cfg.put_bytes, cfg.period_us);
     printf("\n");
     print_settings(stdout);
-    printf("# run: %.1f s; load average %.2f\n", total_wall, load_average());
+    bench_run_print(&total, NULL);
     printf("# Gflop/s of the kernel over wall time, median/min/max of %d runs; Gf/cpu-s: over\n"
            "# the main thread's CPU time (what the kernel does while it has a core); main_cpu:\n"
            "# the main thread's CPU time / wall time; other_cpu: the process's other threads'\n"
-           "# (helper, network) CPU time / wall time\n",
+           "# (helper, network) CPU time / wall time\n\n",
            cfg.runs);
-    printf("\n%4s %-7s %10s %9s %9s %9s %10s %9s %9s %8s\n", "rank", "role", "seconds", "Gflop/s",
-           "min", "max", "Gf/cpu-s", "main_cpu", "other_cpu", "puts");
+    bench_table_header(&table);
     for (int r = 0; r < nproc; r++) {
       const double *s = all + r * NSTATS;
-      printf("%4d %-7s %10.4f %9.3f %9.3f %9.3f %10.3f %9.3f %9.3f %8.0f\n", r,
-             cfg.mixed && r == 1 ? "putter" : "compute", s[S_SECONDS], s[S_RATE], s[S_RATE_MIN],
-             s[S_RATE_MAX], s[S_CPU_RATE], s[S_MAIN_CPU], s[S_OTHER_CPU], s[S_PUTS]);
+      bench_row(&table, path, mode, helper_setting(), (long)r, cfg.mixed && r == 1 ? "putter" : "compute",
+                s[S_SECONDS], s[S_RATE], s[S_RATE_MIN], s[S_RATE_MAX], s[S_CPU_RATE],
+                s[S_MAIN_CPU], s[S_OTHER_CPU], s[S_PUTS]);
     }
-    FILE *out = csv ? csv : stdout;
-    if (!csv)
-      printf("\n# CSV\n");
-    fprintf(out, "impl,path,mode,helper,rank,role,runs,seconds_median,gflops_median,gflops_min,"
-                 "gflops_max,gflops_per_cpu_s,main_cpu,other_cpu,puts\n");
-    for (int r = 0; r < nproc; r++) {
-      const double *s = all + r * NSTATS;
-      fprintf(out, "%s,%s,%s,%s,%d,%s,%d,%.5f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.0f\n", IMPL_NAME,
-              nproc > 1 ? transfer_path() : "-", cfg.mixed ? "mixed" : "idle", helper_setting(), r,
-              cfg.mixed && r == 1 ? "putter" : "compute", cfg.runs, s[S_SECONDS], s[S_RATE],
-              s[S_RATE_MIN], s[S_RATE_MAX], s[S_CPU_RATE], s[S_MAIN_CPU], s[S_OTHER_CPU],
-              s[S_PUTS]);
-    }
-    if (csv) {
-      if (fclose(csv) != 0)
-        die("cannot write %s", cfg.csv_path);
-      printf("\n# CSV written to %s\n", cfg.csv_path);
-    }
+    bench_csv_finish();
     printf("# kernel checksum %.6f\n", kernel_checksum());
     fflush(stdout);
   }

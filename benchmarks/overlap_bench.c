@@ -28,25 +28,24 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#define BENCH_PROGRAM "overlap_bench"
-#include "bench_common.h"
+#include "harness.h"
 #include "bench_compute.h"
 
 #define PAGE 4096
-#define MAX_REPS 51
 #define MAX_SIZES 24
 #define MAX_FRACS 17
 #define ORIGIN 0
 #define TARGET 1
 
 enum op { OP_GET, OP_PUT, NOPS };
-static const char *op_names[NOPS] = {"get", "put"};
+static const char *const op_names[NOPS + 1] = {"get", "put", NULL};
 
 struct config {
-  int ops[NOPS];
+  int ops; /* bit 1 << op */
   long sizes[MAX_SIZES];
   int nsizes;
   int reps;
+  int warmup;
   double sample_s;
   int busy;
   double timeout_s;
@@ -62,11 +61,11 @@ struct config {
 struct cell {
   long k, rounds;                  /* batch length and batches per sample */
   long units;                      /* kernel units of C = 1.0 * t_comm */
-  double comm[MAX_FRACS][MAX_REPS];    /* Nb + Wait (+ Fence) */
-  double comp[MAX_FRACS][MAX_REPS];    /* compute alone */
-  double total[MAX_FRACS][MAX_REPS];   /* Nb, compute, Wait (+ Fence) */
-  double comp_ov[MAX_FRACS][MAX_REPS]; /* the kernel part of `total` */
-  double comp_in[MAX_FRACS][MAX_REPS]; /* the kernel part of `comp` */
+  double comm[MAX_FRACS][BENCH_MAX_REPS];    /* Nb + Wait (+ Fence) */
+  double comp[MAX_FRACS][BENCH_MAX_REPS];    /* compute alone */
+  double total[MAX_FRACS][BENCH_MAX_REPS];   /* Nb, compute, Wait (+ Fence) */
+  double comp_ov[MAX_FRACS][BENCH_MAX_REPS]; /* the kernel part of `total` */
+  double comp_in[MAX_FRACS][BENCH_MAX_REPS]; /* the kernel part of `comp` */
 };
 
 struct bench {
@@ -86,21 +85,16 @@ struct bench {
   double timed_wall, timed_cpu; /* rank 0, over the timed parts */
 };
 
-static void check_rc(int rc, const char *call, long bytes) {
-  if (rc != 0)
-    die("%s of %ld bytes returned %d", call, bytes, rc);
-}
-
 static inline void issue(struct bench *b, enum op op, int bytes, armci_hdl_t *h) {
   ARMCI_INIT_HANDLE(h);
   if (op == OP_GET)
-    check_rc(ARMCI_NbGet(b->remote, b->local, bytes, TARGET, h), "ARMCI_NbGet", bytes);
+    BENCH_CHECK(ARMCI_NbGet(b->remote, b->local, bytes, TARGET, h), "ARMCI_NbGet of %d bytes", bytes);
   else
-    check_rc(ARMCI_NbPut(b->local, b->remote, bytes, TARGET, h), "ARMCI_NbPut", bytes);
+    BENCH_CHECK(ARMCI_NbPut(b->local, b->remote, bytes, TARGET, h), "ARMCI_NbPut of %d bytes", bytes);
 }
 
 static inline void complete(enum op op, int bytes, armci_hdl_t *h) {
-  check_rc(ARMCI_Wait(h), "ARMCI_Wait", bytes);
+  BENCH_CHECK(ARMCI_Wait(h), "ARMCI_Wait of %d bytes", bytes);
   if (op == OP_PUT)
     ARMCI_Fence(TARGET);
 }
@@ -213,7 +207,7 @@ static void measure(struct bench *b, enum op op, int si, int pass) {
     double v[5];
     for (int k = 0; k < 5; k++)
       v[k] = time_comm(b, op, bytes, n);
-    double t_comm = median(v, 5);
+    double t_comm = bench_median(v, 5);
     if (t_comm <= 0)
       t_comm = 1e-9;
     c->k = (long)(20e-6 / t_comm + 0.5);
@@ -305,21 +299,15 @@ struct result {
   double t_comm, t_total, comp, comp_in, comp_ov, overlap, slowdown;
 };
 
-static double med(const double *v, int n) {
-  double tmp[MAX_REPS];
-  memcpy(tmp, v, sizeof(double) * (size_t)n);
-  return median(tmp, n);
-}
-
 static struct result result_of(const struct bench *b, enum op op, int si, int f) {
   const struct cell *c = &b->cells[op][si];
   const int reps = b->cfg.reps;
   struct result r;
-  r.t_comm = med(c->comm[f], reps);
-  r.t_total = med(c->total[f], reps);
-  r.comp = med(c->comp[f], reps);
-  r.comp_in = med(c->comp_in[f], reps);
-  r.comp_ov = med(c->comp_ov[f], reps);
+  r.t_comm = bench_median(c->comm[f], reps);
+  r.t_total = bench_median(c->total[f], reps);
+  r.comp = bench_median(c->comp[f], reps);
+  r.comp_in = bench_median(c->comp_in[f], reps);
+  r.comp_ov = bench_median(c->comp_ov[f], reps);
   /* The hidden part of the shorter of the two; at C ~ t_comm the textbook
    * 100 * (t_comm + C - t_total) / t_comm. */
   double shorter = r.t_comm < r.comp ? r.t_comm : r.comp;
@@ -346,17 +334,34 @@ static double max_hidden_c(const struct bench *b, enum op op, int si, double *fr
   return best;
 }
 
+static const struct bench_col columns[] = {
+    {NULL, "path", COL_STR, 0, 0, 0},
+    {NULL, "target", COL_STR, 0, 0, 0},
+    {"op", "op", COL_STR, -4, 0, 0},
+    {"bytes", "bytes", COL_LONG, 9, 0, 0},
+    {NULL, "c_frac", COL_DOUBLE, 0, 0, 3},
+    {"t_comm_us", "t_comm_us", COL_DOUBLE, 11, 3, 4},
+    {"t_total_us", "t_total_us", COL_DOUBLE, 11, 3, 4},
+    {"compute_us", "compute_us", COL_DOUBLE, 11, 3, 4},
+    {"overlap_pct", "overlap_pct", COL_DOUBLE, 12, 1, 2},
+    {"compute_slowdown", "compute_slowdown", COL_DOUBLE, 17, 3, 4},
+};
+static const struct bench_table table = BENCH_TABLE(columns);
+
+/* The table shows C = t_comm; the CSV has every swept C too. */
 static void print_tables(const struct bench *b) {
-  printf("\n%-4s %9s %11s %11s %11s %12s %17s\n", "op", "bytes", "t_comm_us", "t_total_us",
-         "compute_us", "overlap_pct", "compute_slowdown");
+  printf("\n");
+  bench_table_header(&table);
   for (int op = 0; op < NOPS; op++) {
-    if (!b->cfg.ops[op])
+    if (!(b->cfg.ops & (1 << op)))
       continue;
-    for (int si = 0; si < b->cfg.nsizes; si++) {
-      struct result r = result_of(b, (enum op)op, si, b->main_frac);
-      printf("%-4s %9ld %11.3f %11.3f %11.3f %12.1f %17.3f\n", op_names[op], b->cfg.sizes[si],
-             r.t_comm * 1e6, r.t_total * 1e6, r.comp * 1e6, r.overlap, r.slowdown);
-    }
+    for (int si = 0; si < b->cfg.nsizes; si++)
+      for (int f = 0; f < b->nfracs; f++) {
+        struct result r = result_of(b, (enum op)op, si, f);
+        (f == b->main_frac ? bench_row : bench_csv_row)(
+            &table, transfer_path(), b->cfg.busy ? "busy" : "idle", op_names[op], b->cfg.sizes[si],
+            b->fracs[f], r.t_comm * 1e6, r.t_total * 1e6, r.comp * 1e6, r.overlap, r.slowdown);
+      }
   }
   if (!b->cfg.sweep)
     return;
@@ -365,7 +370,7 @@ static void print_tables(const struct bench *b) {
   printf("%-4s %9s %7s %11s %11s %11s %6s\n", "op", "bytes", "C/comm", "compute_us", "t_total_us",
          "bound_us", "ok");
   for (int op = 0; op < NOPS; op++) {
-    if (!b->cfg.ops[op])
+    if (!(b->cfg.ops & (1 << op)))
       continue;
     for (int si = 0; si < b->cfg.nsizes; si++) {
       for (int f = 0; f < b->nfracs; f++) {
@@ -380,7 +385,7 @@ static void print_tables(const struct bench *b) {
   printf("\n== largest C hidden (every swept point up to it ok)\n");
   printf("%-4s %9s %11s %11s %7s\n", "op", "bytes", "t_comm_us", "max_C_us", "C/comm");
   for (int op = 0; op < NOPS; op++) {
-    if (!b->cfg.ops[op])
+    if (!(b->cfg.ops & (1 << op)))
       continue;
     for (int si = 0; si < b->cfg.nsizes; si++) {
       double frac, c = max_hidden_c(b, (enum op)op, si, &frac);
@@ -391,53 +396,19 @@ static void print_tables(const struct bench *b) {
   }
 }
 
-static void write_csv(const struct bench *b, FILE *csv) {
-  fprintf(csv, "impl,path,target,op,bytes,c_frac,t_comm_us,t_total_us,compute_us,overlap_pct,"
-               "compute_slowdown\n");
-  for (int op = 0; op < NOPS; op++) {
-    if (!b->cfg.ops[op])
-      continue;
-    for (int si = 0; si < b->cfg.nsizes; si++)
-      for (int f = 0; f < b->nfracs; f++) {
-        struct result r = result_of(b, (enum op)op, si, f);
-        fprintf(csv, "%s,%s,%s,%s,%ld,%.3f,%.4f,%.4f,%.4f,%.2f,%.4f\n", IMPL_NAME,
-                transfer_path(), b->cfg.busy ? "busy" : "idle", op_names[op], b->cfg.sizes[si],
-                b->fracs[f], r.t_comm * 1e6, r.t_total * 1e6, r.comp * 1e6, r.overlap,
-                r.slowdown);
-      }
-  }
-}
+static const char about[] =
+    "How much of a nonblocking ARMCI_NbGet / ARMCI_NbPut rank 0 hides behind its own\n"
+    "computation of about the transfer's length; see benchmarks/README.md.";
+static const char *const target_names[] = {"idle", "busy", NULL};
 
-/* -------------------------------------------------------------- options */
-
-static void usage(FILE *f) {
-  fprintf(f,
-          "usage: mpirun -np 2 overlap_bench [-o get|put|both] [-s SIZES] [-r REPS] [-m MS]\n"
-          "                                  [-t idle|busy] [-T SECONDS] [-S] [-e TOL] [-L]\n"
-          "                                  [-c FILE.csv]\n"
-          "  -o OPS      get, put or both (default both)\n"
-          "  -s SIZES    comma list, K/M suffixes (default 8,64,256,1K,4K,16K,64K,256K,1M,4M)\n"
-          "  -r REPS     samples per measurement, median reported (default 7, at most %d)\n"
-          "  -m MS       length of one t_comm sample in ms (default 4)\n"
-          "  -t TARGET   idle: rank 1 waits in ARMCI_Barrier; busy: rank 1 spins without\n"
-          "              library calls until rank 0 puts a flag into its memory (default idle)\n"
-          "  -T SECONDS  -t busy: give up (error) when the flag has not come after this long\n"
-          "              (default 30)\n"
-          "  -S          also sweep C = 0, t_comm/4, ..., 2 t_comm and report the largest C\n"
-          "              with t_total <= max(t_comm, C) * (1 + TOL)\n"
-          "  -e TOL      tolerance of the sweep (default 0.1)\n"
-          "  -L          local buffer from ARMCI_Malloc_local instead of malloc\n"
-          "  -c FILE     write the CSV there instead of after '# CSV' on stdout\n",
-          MAX_REPS);
-}
-
-static int parse_args(int argc, char **argv, struct config *c) {
+static void parse_args(int argc, char **argv, struct config *c) {
   static const long default_sizes[] = {8, 64, 256, 1L << 10, 4L << 10, 16L << 10,
                                        64L << 10, 256L << 10, 1L << 20, 4L << 20};
-  c->ops[OP_GET] = c->ops[OP_PUT] = 1;
+  c->ops = 1 << OP_GET | 1 << OP_PUT;
   c->nsizes = (int)(sizeof default_sizes / sizeof default_sizes[0]);
   memcpy(c->sizes, default_sizes, sizeof default_sizes);
   c->reps = 7;
+  c->warmup = 0;
   c->sample_s = 0.004;
   c->busy = 0;
   c->timeout_s = 30;
@@ -445,104 +416,44 @@ static int parse_args(int argc, char **argv, struct config *c) {
   c->tol = 0.1;
   c->local_armci = 0;
   c->csv_path = NULL;
-  int opt;
-  opterr = 0;
-  while ((opt = getopt(argc, argv, "o:s:r:m:t:T:Se:Lc:h")) != -1) {
-    switch (opt) {
-    case 'o':
-      if (!strcmp(optarg, "get"))
-        c->ops[OP_GET] = 1, c->ops[OP_PUT] = 0;
-      else if (!strcmp(optarg, "put"))
-        c->ops[OP_GET] = 0, c->ops[OP_PUT] = 1;
-      else if (!strcmp(optarg, "both"))
-        c->ops[OP_GET] = c->ops[OP_PUT] = 1;
-      else
-        goto bad;
-      break;
-    case 's':
-      c->nsizes = parse_size_list(optarg, c->sizes, MAX_SIZES, 1, 1L << 30);
-      if (c->nsizes < 1)
-        goto bad;
-      break;
-    case 'r':
-      c->reps = atoi(optarg);
-      if (c->reps < 1 || c->reps > MAX_REPS)
-        goto bad;
-      break;
-    case 'm':
-      c->sample_s = strtod(optarg, NULL) * 1e-3;
-      if (!(c->sample_s > 0 && c->sample_s <= 10))
-        goto bad;
-      break;
-    case 't':
-      if (!strcmp(optarg, "idle"))
-        c->busy = 0;
-      else if (!strcmp(optarg, "busy"))
-        c->busy = 1;
-      else
-        goto bad;
-      break;
-    case 'T':
-      c->timeout_s = strtod(optarg, NULL);
-      if (!(c->timeout_s > 0))
-        goto bad;
-      break;
-    case 'S':
-      c->sweep = 1;
-      break;
-    case 'e':
-      c->tol = strtod(optarg, NULL);
-      if (!(c->tol >= 0 && c->tol < 10))
-        goto bad;
-      break;
-    case 'L':
-      c->local_armci = 1;
-      break;
-    case 'c':
-      c->csv_path = optarg;
-      break;
-    case 'h':
-      if (me == 0)
-        usage(stdout);
-      return 1;
-    default:
-      if (me == 0) {
-        fprintf(stderr, "overlap_bench: unknown option or missing value '-%c'\n", optopt);
-        usage(stderr);
-      }
-      return 2;
-    }
-    continue;
-  bad:
-    if (me == 0) {
-      fprintf(stderr, "overlap_bench: bad value '%s' for -%c\n", optarg, opt);
-      usage(stderr);
-    }
-    return 2;
-  }
-  if (optind < argc) {
-    if (me == 0)
-      fprintf(stderr, "overlap_bench: unexpected argument '%s'\n", argv[optind]);
-    return 2;
-  }
-  return 0;
+  const struct bench_opt opts[] = {
+      {'o', "ops", OPT_SET, &c->ops, 0, 0, "LIST", "get, put or both", op_names, NULL, 0, NULL},
+      BENCH_OPT_SIZES('s', c->sizes, &c->nsizes, 1, 1L << 30),
+      BENCH_OPT_REPS('r', &c->reps, NULL),
+      BENCH_OPT_WARMUP(&c->warmup),
+      BENCH_OPT_SAMPLE_MS('m', &c->sample_s, NULL),
+      {'t', "target", OPT_CHOICE, &c->busy, 0, 0, "idle|busy",
+       "idle: rank 1 waits in ARMCI_Barrier; busy: rank 1 spins without\n"
+       "library calls until rank 0 puts a flag into its memory",
+       target_names, NULL, 0, NULL},
+      BENCH_OPT_TIMEOUT('T', &c->timeout_s),
+      {'S', "sweep", OPT_FLAG, &c->sweep, 0, 0, NULL,
+       "also sweep C = 0, t_comm/4, ..., 2 t_comm and report the largest C\n"
+       "with t_total <= max(t_comm, C) * (1 + TOL)",
+       NULL, NULL, 0, NULL},
+      {'e', "tolerance", OPT_DOUBLE, &c->tol, 0, 9.999, "TOL", "tolerance of the sweep", NULL, NULL, 0, NULL},
+      {'L', "armci-local", OPT_FLAG, &c->local_armci, 0, 0, NULL,
+       "local buffer from ARMCI_Malloc_local instead of malloc", NULL, NULL, 0, NULL},
+      BENCH_OPT_CSV('c', &c->csv_path),
+      BENCH_OPT_END};
+  bench_parse(argc, argv, opts, about);
+}
+
+static void one_pass(void *ctx, int pass) {
+  struct bench *b = ctx;
+  for (int op = 0; op < NOPS; op++)
+    if (b->cfg.ops & (1 << op))
+      for (int si = 0; si < b->cfg.nsizes; si++)
+        run_phase(b, (enum op)op, si, pass);
 }
 
 int main(int argc, char **argv) {
-  bench_start(&argc, &argv);
+  bench_start(&argc, &argv, "overlap_bench");
   const int nproc = armci_msg_nproc();
   static struct bench bench;
   struct bench *b = &bench;
-  int code = parse_args(argc, argv, &b->cfg);
-  if (code == 0 && nproc < 2) {
-    if (me == 0)
-      fprintf(stderr, "overlap_bench: needs 2 processes (mpirun -np 2), got %d\n", nproc);
-    code = 2;
-  }
-  if (code != 0) {
-    bench_end();
-    return code == 1 ? 0 : code;
-  }
+  parse_args(argc, argv, &b->cfg);
+  bench_need_procs(2);
   const struct config *cfg = &b->cfg;
   if (cfg->sweep) {
     b->nfracs = 9;
@@ -575,7 +486,6 @@ int main(int argc, char **argv) {
   access_end(b->bases[me]);
 
   kernel_init();
-  FILE *csv = NULL;
   void *local_base = NULL;
   if (me == ORIGIN) {
     if (cfg->local_armci) {
@@ -587,8 +497,7 @@ int main(int argc, char **argv) {
     }
     b->local = local_base;
     memset(b->local, 0, (size_t)max_size);
-    if (cfg->csv_path && !(csv = fopen(cfg->csv_path, "w")))
-      die("cannot write %s: %s", cfg->csv_path, strerror(errno));
+    bench_csv_open(cfg->csv_path, &table, cfg->reps);
   }
   ARMCI_Barrier();
   /* Calibrated with the target in the barrier, as the idle runs find it. */
@@ -597,49 +506,27 @@ int main(int argc, char **argv) {
   ARMCI_Barrier();
 
   if (me == ORIGIN) {
-    printf("# overlap_bench impl=%s path=%s target=%s reps=%d sample_ms=%.1f local=%s "
+    printf("# overlap_bench impl=%s path=%s target=%s binding=%s reps=%d sample_ms=%.1f local=%s "
            "kernel=%.1f units/us (%.2f Gflop/s)\n",
-           IMPL_NAME, transfer_path(), cfg->busy ? "busy" : "idle", cfg->reps,
+           IMPL_NAME, transfer_path(), cfg->busy ? "busy" : "idle", bench_binding(), cfg->reps,
            cfg->sample_s * 1e3, cfg->local_armci ? "ARMCI_Malloc_local" : "malloc",
            b->units_per_us, kernel_flops(1) * b->units_per_us * 1e-3);
     print_settings(stdout);
     fflush(stdout);
   }
 
-  const double load_before = load_average();
-  const double t_start = now(), cpu_start = cpu_now();
-  for (int pass = 0; pass <= cfg->reps; pass++) {
-    for (int op = 0; op < NOPS; op++)
-      if (cfg->ops[op])
-        for (int si = 0; si < cfg->nsizes; si++)
-          run_phase(b, (enum op)op, si, pass);
-    if (me == ORIGIN) {
-      fprintf(stderr, "# overlap_bench: %s %d/%d done, %.1f s\n", pass ? "pass" : "calibration",
-              pass, cfg->reps, now() - t_start);
-      fflush(stderr);
-    }
-  }
+  struct bench_run run;
+  bench_run_begin(&run);
+  bench_passes(cfg->reps, cfg->warmup, one_pass, b);
 
   if (me == ORIGIN) {
-    const double wall = now() - t_start, cpu = cpu_now() - cpu_start;
-    printf("# run: %.1f s; rank 0 cpu/wall %.2f, while timing %.2f; load average %.2f before, "
-           "%.2f after\n",
-           wall, wall > 0 ? cpu / wall : 0.0,
-           b->timed_wall > 0 ? b->timed_cpu / b->timed_wall : 0.0, load_before, load_average());
+    bench_run_print(&run, ", while timing %.2f", b->timed_wall > 0 ? b->timed_cpu / b->timed_wall : 0.0);
     printf("# medians of %d samples; get: NbGet, compute, Wait; put: NbPut, compute, Wait, "
            "Fence;\n# overlap_pct = 100 (t_comm + compute - t_total) / min(t_comm, compute), "
            "clipped to 0..100\n",
            cfg->reps);
     print_tables(b);
-    if (csv) {
-      write_csv(b, csv);
-      if (fclose(csv) != 0)
-        die("cannot write %s", cfg->csv_path);
-      printf("\n# CSV written to %s\n", cfg->csv_path);
-    } else {
-      printf("\n# CSV\n");
-      write_csv(b, stdout);
-    }
+    bench_csv_finish();
     printf("# kernel checksum %.6f\n", kernel_checksum());
     fflush(stdout);
     if (cfg->local_armci)

@@ -16,10 +16,9 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#define BENCH_PROGRAM "rmw_bench"
-#include "bench_common.h"
+#include "harness.h"
 
-#define MAX_REPS 101
+
 
 static int np;
 
@@ -55,6 +54,18 @@ static void run_op(enum op op, int target, long iters) {
   if (op == OP_FADD_LONG) fadd_done[1][ti] += iters;
 }
 
+struct op_ctx {
+  enum op op;
+  int target;
+};
+
+static double run_op_timed(void *ctx, long n) {
+  struct op_ctx *c = ctx;
+  const double t0 = now();
+  run_op(c->op, c->target, n);
+  return now() - t0;
+}
+
 struct result {
   char op[32];
   char target[16];
@@ -68,19 +79,12 @@ static int nresults;
 
 /* Latency: rank 0 alone, the others wait in the barrier. */
 static void latency(enum op op, int target, int reps, double sample_s) {
-  double samples[MAX_REPS];
+  double samples[BENCH_MAX_REPS];
   long iters = 1;
-  if (me == 0) { /* calibrate */
-    for (;;) {
-      double t0 = now();
-      run_op(op, target, iters);
-      double dt = now() - t0;
-      if (dt >= sample_s * 0.5 || iters >= (1L << 30)) {
-        iters = (long)((double)iters * sample_s / (dt > 0 ? dt : 1e-9)) + 1;
-        break;
-      }
-      iters *= 4;
-    }
+  if (me == 0) {
+    struct op_ctx ctx = {op, target};
+    const struct bench_calibration cal = {sample_s, 0.5, 0, 1, 1, 1L << 30};
+    iters = bench_calibrate(&cal, run_op_timed, &ctx);
   }
   for (int r = 0; r < reps; r++) {
     ARMCI_Barrier();
@@ -95,8 +99,9 @@ static void latency(enum op op, int target, int reps, double sample_s) {
     struct result *res = &results[nresults++];
     snprintf(res->op, sizeof res->op, "%s", op_names[op]);
     snprintf(res->target, sizeof res->target, "%s", target == 0 ? "self" : "rank1");
-    res->lat_us = median(samples, reps) * 1e6;
-    res->lat_min_us = samples[0] * 1e6; /* sorted by median() */
+    const struct bench_stats st = bench_stats(samples, reps);
+    res->lat_us = st.median * 1e6;
+    res->lat_min_us = st.min * 1e6;
     res->mops = 1.0 / res->lat_us;
     res->iters = iters;
   }
@@ -104,7 +109,7 @@ static void latency(enum op op, int target, int reps, double sample_s) {
 
 /* Throughput: every rank, n operations on one location at rank 0. */
 static void contended(enum op op, int reps, long n) {
-  double samples[MAX_REPS];
+  double samples[BENCH_MAX_REPS];
   long *w = words[0];
   for (int r = 0; r < reps; r++) {
     ARMCI_Barrier();
@@ -125,9 +130,10 @@ static void contended(enum op op, int reps, long n) {
     struct result *res = &results[nresults++];
     snprintf(res->op, sizeof res->op, "%s_contended", op_names[op]);
     snprintf(res->target, sizeof res->target, "all->0");
-    double t = median(samples, reps);
+    const struct bench_stats st = bench_stats(samples, reps);
+    const double t = st.median;
     res->lat_us = t / (double)(n * np) * 1e6; /* time per operation, all ranks together */
-    res->lat_min_us = samples[0] / (double)(n * np) * 1e6;
+    res->lat_min_us = st.min / (double)(n * np) * 1e6;
     res->mops = (double)(n * np) / t / 1e6;
     res->iters = n;
   }
@@ -178,30 +184,44 @@ static void verify(int reps, long n) {
   ARMCI_Barrier();
 }
 
+static const struct bench_col columns[] = {
+    {NULL, "mode", COL_STR, 0, 0, 0},
+    {"op", "op", COL_STR, -26, 0, 0},
+    {"target", "target", COL_STR, -7, 0, 0},
+    {"lat_us", "lat_us_median", COL_DOUBLE, 12, 3, 4},
+    {"min_us", "lat_us_min", COL_DOUBLE, 12, 3, 4},
+    {"Mops/s", "mops_median", COL_DOUBLE, 12, 3, 4},
+};
+static const struct bench_table table = BENCH_TABLE(columns);
+
+static const char about[] =
+    "Latency of ARMCI_Rmw and of ARMCI_Lock + ARMCI_Unlock to self and to rank 1, then\n"
+    "lock/unlock and fetch-and-add throughput with every rank on one location at rank 0.";
+
 int main(int argc, char **argv) {
-  bench_start(&argc, &argv);
+  bench_start(&argc, &argv, "rmw_bench");
   np = armci_msg_nproc();
 
-  int reps = 9;
-  double sample_ms = 5;
+  int reps = 9, quick = 0, reps_given = 0, time_given = 0, n_given = 0;
+  double sample_s = 0.005;
   long n = 2000;
   const char *csv_path = NULL;
-  int opt;
-  while ((opt = getopt(argc, argv, "r:t:n:qc:h")) != -1) {
-    switch (opt) {
-    case 'r': reps = atoi(optarg); break;
-    case 't': sample_ms = atof(optarg); break;
-    case 'n': n = atol(optarg); break;
-    case 'q': reps = 3, sample_ms = 2, n = 500; break;
-    case 'c': csv_path = optarg; break;
-    default:
-      if (me == 0) fprintf(stderr, "usage: rmw_bench [-r REPS] [-t MS] [-n N] [-q] [-c FILE]\n");
-      bench_end();
-      return opt == 'h' ? 0 : 2;
-    }
+  const struct bench_opt opts[] = {
+      BENCH_OPT_REPS('r', &reps, &reps_given),
+      BENCH_OPT_SAMPLE_MS('t', &sample_s, &time_given),
+      {'n', "count", OPT_LONG, &n, 1, 1L << 40, "N",
+       "lock/unlock (and fetch-add) pairs per rank per contended sample\n(500 with -q)", NULL, NULL, 0,
+       &n_given},
+      {'q', "quick", OPT_FLAG, &quick, 0, 0, NULL, "quick run", NULL, NULL, 0, NULL},
+      BENCH_OPT_CSV('c', &csv_path),
+      BENCH_OPT_END};
+  bench_parse(argc, argv, opts, about);
+  if (quick) {
+    reps = reps_given ? reps : 3;
+    sample_s = time_given ? sample_s : 0.002;
+    n = n_given ? n : 500;
   }
-  if (reps < 1 || reps > MAX_REPS || sample_ms <= 0 || n < 1) die("bad options: -r 1..%d, -t > 0, -n > 0", MAX_REPS);
-  if (np < 2) die("needs at least 2 processes (mpirun -np 2), got %d", np);
+  bench_need_procs(2);
 
   words = malloc(sizeof(long *) * (size_t)np);
   if (ARMCI_Malloc((void **)words, (armci_size_t)(NWORDS * sizeof(long)))) die("ARMCI_Malloc failed");
@@ -212,37 +232,30 @@ int main(int argc, char **argv) {
   ARMCI_Barrier();
 
   const char *mode = atomics_mode();
+  bench_csv_open(csv_path, &table, reps);
 
-  double wall0 = now(), cpu0 = cpu_now();
+  struct bench_run run;
+  bench_run_begin(&run);
   for (int op = 0; op < NOPS; op++) {
-    latency((enum op)op, 0, reps, sample_ms * 1e-3);
-    latency((enum op)op, 1, reps, sample_ms * 1e-3);
+    latency((enum op)op, 0, reps, sample_s);
+    latency((enum op)op, 1, reps, sample_s);
   }
   contended(OP_LOCK_UNLOCK, reps, n);
   contended(OP_FADD_LONG, reps, n);
-  double wall = now() - wall0, cpu = cpu_now() - cpu0;
+  if (me == 0) {
+    printf("# rmw_bench impl=%s mode=%s np=%d binding=%s reps=%d sample_ms=%g n=%ld\n", IMPL_NAME, mode, np,
+           bench_binding(), reps, sample_s * 1e3, n);
+    bench_run_print(&run, NULL);
+  }
   verify(reps, n);
 
   if (me == 0) {
-    printf("# rmw_bench impl=%s mode=%s np=%d reps=%d sample_ms=%g n=%ld\n", IMPL_NAME, mode, np, reps, sample_ms, n);
-    printf("# run: %.1f s, rank 0 cpu/wall %.2f\n", wall, cpu / wall);
-    printf("%-26s %-7s %12s %12s %12s\n", "op", "target", "lat_us", "min_us", "Mops/s");
+    bench_table_header(&table);
     for (int i = 0; i < nresults; i++)
-      printf("%-26s %-7s %12.3f %12.3f %12.3f\n", results[i].op, results[i].target, results[i].lat_us,
-             results[i].lat_min_us, results[i].mops);
+      bench_row(&table, mode, results[i].op, results[i].target, results[i].lat_us, results[i].lat_min_us,
+                results[i].mops);
     printf("(contended rows: all ranks on one location at rank 0; lat_us = wall time / all operations)\n");
-    FILE *csv = stdout;
-    if (csv_path) {
-      csv = fopen(csv_path, "w");
-      if (!csv) die("cannot write %s", csv_path);
-    } else {
-      printf("# CSV\n");
-    }
-    fprintf(csv, "impl,mode,nprocs,op,target,lat_us_median,lat_us_min,mops_median\n");
-    for (int i = 0; i < nresults; i++)
-      fprintf(csv, "%s,%s,%d,%s,%s,%.4f,%.4f,%.4f\n", IMPL_NAME, mode, np, results[i].op, results[i].target,
-              results[i].lat_us, results[i].lat_min_us, results[i].mops);
-    if (csv != stdout) fclose(csv);
+    bench_csv_finish();
   }
   ARMCI_Barrier();
   ARMCI_Destroy_mutexes();

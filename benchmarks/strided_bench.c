@@ -21,10 +21,8 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#define BENCH_PROGRAM "strided_bench"
-#include "bench_common.h"
+#include "harness.h"
 
-#define MAX_REPS 51
 #define MAX_SIZES 32
 #define SOURCE_GAP 8 /* the pieces are strided on both sides */
 #define FILL 0xA5    /* what a check's destination holds before the transfer */
@@ -116,86 +114,60 @@ static void check(enum kind k, char *local, char *remote, char *scratch, char *b
 }
 
 /* ------------------------------------------------------------ settings */
-static long parse_size(const char *s) {
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (end == s || errno) return -1;
-  if (*end == 'k' || *end == 'K') v <<= 10, end++;
-  else if (*end == 'm' || *end == 'M') v <<= 20, end++;
-  return *end ? -1 : v;
-}
+static const struct bench_col columns[] = {
+    CONFIG_COLUMNS,
+    {"piece", "piece", COL_LONG, 8, 0, 0},
+    {"pieces", "pieces", COL_LONG, 8, 0, 0},
+    {"time_us", "time_us_median", COL_DOUBLE, 12, 2, 3},
+    {"MB/s", "bw_MBps_median", COL_DOUBLE, 12, 1, 1},
+    {"tgt_cpu", NULL, COL_STR, 8, 0, 0},
+    {NULL, "tgt_cpu_share", COL_DOUBLE, 0, 0, 3},
+    {NULL, "tgt_cpu_baseline", COL_DOUBLE, 0, 0, 3},
+};
+static const struct bench_table table = BENCH_TABLE(columns);
 
-static const char *protocol_name(void) {
-#ifdef ARMCI_MPI
-  return "armci-mpi";
-#else
-  const char *p = getenv("ARMCI_STRIDED_PROTOCOL");
-  return (p && *p) ? p : "auto";
-#endif
-}
+static const char about[] =
+    "Bandwidth of a 1-level strided ARMCI_GetS / ARMCI_PutS of TOTAL bytes from rank 0 to\n"
+    "rank 1 by piece size, next to the contiguous transfer of the same bytes (the bound).";
 
-/* How rank 0 reaches rank 1: shm (same node, shared memory), network, mpi. */
-static const char *path_name(void) {
-#ifdef ARMCI_MPI
-  return "mpi";
-#else
-  return (ARMCI_Uses_shm() && ARMCI_Same_node(1)) ? "shm" : "network";
-#endif
-}
+struct run_ctx {
+  enum kind k;
+  char *local, *remote;
+  long piece, pieces;
+};
 
-static double load_average(void) {
-  double v = -1;
-  FILE *f = fopen("/proc/loadavg", "r");
-  if (f) {
-    if (fscanf(f, "%lf", &v) != 1) v = -1;
-    fclose(f);
-  }
-  return v;
+static double run_n(void *ctx, long n) {
+  struct run_ctx *c = ctx;
+  return run(c->k, c->local, c->remote, c->piece, c->pieces, n);
 }
 
 int main(int argc, char **argv) {
-  bench_start(&argc, &argv);
+  bench_start(&argc, &argv, "strided_bench");
   int np = armci_msg_nproc();
   int reps = 7;
   double sample_s = 0.001;
   long total = 1L << 20;
-  const char *csv_path = NULL, *piece_list = NULL;
-  struct phase_ctl pc = {0};
-  pc.limit_s = 120;
-  for (int a = 1; a < argc; a++) {
-    if (!strcmp(argv[a], "-r") && a + 1 < argc) reps = atoi(argv[++a]);
-    else if (!strcmp(argv[a], "-t") && a + 1 < argc) total = parse_size(argv[++a]);
-    else if (!strcmp(argv[a], "-c") && a + 1 < argc) csv_path = argv[++a];
-    else if (!strcmp(argv[a], "-p") && a + 1 < argc) piece_list = argv[++a];
-    else if (!strcmp(argv[a], "-T") && a + 1 < argc) pc.limit_s = atof(argv[++a]);
-    else if (!strcmp(argv[a], "-s") && a + 1 < argc) sample_s = atof(argv[++a]) * 1e-3;
-    else if (!strcmp(argv[a], "-b")) pc.busy = 1;
-    else die("unknown option %s (use -r REPS, -t TOTAL, -p LIST, -s MS, -b, -T SECONDS, -c FILE)", argv[a]);
-  }
-  if (np < 2) die("run with at least 2 processes");
-  if (reps < 1 || reps > MAX_REPS) die("-r must be 1..%d", MAX_REPS);
-  if (total < 8 || total > (1L << 30)) die("-t must be 8 B..1 GiB");
-  if (!(pc.limit_s > 0)) die("-T must be positive");
-  if (!(sample_s > 0)) die("-s must be positive");
-
+  const char *csv_path = NULL;
   long piece_sizes[MAX_SIZES];
   int nsizes = 0;
-  if (piece_list) {
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", piece_list);
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-      long v = parse_size(tok);
-      if (v < 1 || v > total) die("-p: piece size '%s' is not 1..TOTAL (%ld)", tok, total);
-      if (nsizes == MAX_SIZES) die("-p: more than %d sizes", MAX_SIZES);
-      piece_sizes[nsizes++] = v;
-    }
-  } else {
+  struct phase_ctl pc = {0};
+  pc.limit_s = 120;
+  const struct bench_opt opts[] = {
+      BENCH_OPT_REPS('r', &reps, NULL),
+      {'t', "total", OPT_BYTES, &total, 8, 1L << 30, "BYTES", "bytes per transfer", NULL, NULL, 0, NULL},
+      {'p', "sizes", OPT_LIST, piece_sizes, 1, 1L << 30, "LIST",
+       "piece sizes, comma list with K/M suffixes (default 8,32,...,64K up to TOTAL)", NULL, &nsizes,
+       MAX_SIZES, NULL},
+      BENCH_OPT_SAMPLE_MS('s', &sample_s, NULL),
+      BUSY_TARGET_OPTS(&pc),
+      BENCH_OPT_CSV('c', &csv_path),
+      BENCH_OPT_END};
+  bench_parse(argc, argv, opts, about);
+  bench_need_procs(2);
+  for (int s = 0; s < nsizes; s++)
+    if (piece_sizes[s] > total) die("-p: piece size %ld is larger than TOTAL (%ld)", piece_sizes[s], total);
+  if (nsizes == 0)
     for (long piece = 8; piece <= 65536 && piece <= total; piece *= 4) piece_sizes[nsizes++] = piece;
-  }
-  if (nsizes == 0) die("no piece sizes");
-
-  calibrate_compute();
 
   /* Room for the widest layout (the smallest piece with its gap) plus a gap. */
   long min_piece = piece_sizes[0];
@@ -203,20 +175,15 @@ int main(int argc, char **argv) {
     if (piece_sizes[s] < min_piece) min_piece = piece_sizes[s];
   const long span = (total / min_piece) * (min_piece + SOURCE_GAP) + SOURCE_GAP + 4096;
   void **bases = malloc(sizeof(void *) * (size_t)np);
-  pc.ctl = malloc(sizeof(char *) * (size_t)np);
-  ARMCI_Malloc(bases, span);
-  ARMCI_Malloc((void **)pc.ctl, CTL_BYTES);
+  if (!bases || ARMCI_Malloc(bases, span) != 0) die("ARMCI_Malloc of %ld bytes failed", span);
+  phase_ctl_init(&pc);
   char *local = ARMCI_Malloc_local(span);
   char *scratch = ARMCI_Malloc_local(span);
   char *back = ARMCI_Malloc_local(span);
-  pc.stop_src = ARMCI_Malloc_local(sizeof(long));
   char *image = ARMCI_Malloc_local(span); /* what rank 1's segment holds */
-  if (!bases || !pc.ctl || !local || !scratch || !back || !pc.stop_src || !image) die("out of memory");
+  if (!local || !scratch || !back || !image) die("out of memory");
   for (long i = 0; i < span; i++) image[i] = (char)(i * 7 + 3);
   memcpy(local, image, (size_t)span);
-  access_begin(pc.ctl[me]);
-  memset(pc.ctl[me], 0, CTL_BYTES);
-  access_end(pc.ctl[me]);
   if (me == 1) {
     access_begin(bases[1]);
     memcpy(bases[1], image, (size_t)span);
@@ -224,35 +191,19 @@ int main(int argc, char **argv) {
   }
   ARMCI_Barrier();
 
-  /* Reference for tgt_cpu: a phase in which rank 0 spins 50 ms without any
-   * transfer. Below 1.00 here means other load on the machine, not the library. */
-  double baseline = -1;
-  if (pc.busy) {
-    phase_begin(&pc);
-    if (me == 0)
-      for (double t0 = now(); now() - t0 < 0.05;) {
-      }
-    phase_end(&pc);
-    baseline = pc.tgt_share;
-  }
-
+  const double baseline = busy_baseline(&pc);
   const char *target = pc.busy ? "busy" : "idle";
-  const char *protocol = protocol_name(), *path = path_name();
-  FILE *csv = stdout;
-  const double t_start = now(), cpu_start = cpu_now(), load_before = load_average();
+  const char *protocol = strided_protocol(), *path = transfer_path();
+  struct bench_run run_clock;
+  bench_run_begin(&run_clock);
   if (me == 0) {
-    if (csv_path && !(csv = fopen(csv_path, "w"))) die("cannot write %s", csv_path);
+    bench_csv_open(csv_path, &table, reps);
     printf("# strided_bench impl=%s path=%s protocol=%s target=%s total=%ld reps=%d sample=%.1fms np=%d "
-           "(medians; MB/s = 1e6 B/s)\n",
-           IMPL_NAME, path, protocol, target, total, reps, sample_s * 1e3, np);
-    if (pc.busy)
-      printf("# busy target: compute blocks of %ld iterations (%.1f us on an idle core); tgt_cpu with no "
-             "transfers (rank 0 spinning 50 ms): %.2f\n",
-             block_iters, block_seconds * 1e6, baseline);
-    printf("%-11s %-7s %-9s %-6s %8s %8s %12s %12s %8s\n", "op", "path", "protocol", "target", "piece", "pieces",
-           "time_us", "MB/s", "tgt_cpu");
+           "binding=%s (medians; MB/s = 1e6 B/s)\n",
+           IMPL_NAME, path, protocol, target, total, reps, sample_s * 1e3, np, bench_binding());
+    print_busy_header(&pc, baseline);
+    bench_table_header(&table);
   }
-  double results[NKINDS][MAX_SIZES], shares[MAX_SIZES];
 
   /* One phase per piece size. Within it the four kinds are calibrated, then
    * each of the -r passes takes one sample of every kind, so a burst of other
@@ -261,66 +212,51 @@ int main(int argc, char **argv) {
    * under the same conditions. */
   for (int s = 0; s < nsizes; s++) {
     const long piece = piece_sizes[s], pieces = total / piece, moved = piece * pieces;
+    double results[NKINDS];
     phase_begin(&pc);
     if (me == 0) {
       long iters[NKINDS];
-      double samples[NKINDS][MAX_REPS];
+      double samples[NKINDS][BENCH_MAX_REPS];
+      const struct bench_calibration cal = {sample_s, 1.0, 0, 0, 1, 1L << 20};
       for (int k = 0; k < NKINDS; k++) {
-        iters[k] = 1;
-        while (run((enum kind)k, local, bases[1], piece, pieces, iters[k]) < sample_s && iters[k] < (1L << 20))
-          iters[k] *= 2;
+        struct run_ctx ctx = {(enum kind)k, local, bases[1], piece, pieces};
+        iters[k] = bench_calibrate(&cal, run_n, &ctx);
       }
       for (int r = 0; r < reps; r++)
         for (int k = 0; k < NKINDS; k++)
           samples[k][r] = run((enum kind)k, local, bases[1], piece, pieces, iters[k]) / (double)iters[k];
       for (int k = 0; k < NKINDS; k++) {
         check((enum kind)k, local, bases[1], scratch, back, image, piece, pieces, span);
-        results[k][s] = median(samples[k], reps);
+        results[k] = bench_median(samples[k], reps);
       }
     }
     phase_end(&pc);
     if (me == 0) {
-      shares[s] = pc.busy ? pc.tgt_share : -1;
       char share_txt[32] = "-";
       if (pc.busy) snprintf(share_txt, sizeof share_txt, "%.2f%s", pc.tgt_share, pc.tgt_timed_out ? "!" : "");
       for (int k = 0; k < NKINDS; k++)
-        printf("%-11s %-7s %-9s %-6s %8ld %8ld %12.2f %12.1f %8s\n", kind_names[k], path, protocol, target, piece,
-               pieces, results[k][s] * 1e6, (double)moved / results[k][s] / 1e6, share_txt);
+        bench_row(&table, kind_names[k], path, protocol, target, piece, pieces, results[k] * 1e6,
+                  (double)moved / results[k] / 1e6, share_txt, pc.busy ? pc.tgt_share : NAN,
+                  pc.busy ? baseline : NAN);
       fflush(stdout);
     }
   }
   if (me == 0) {
-    const double wall = now() - t_start, cpu = cpu_now() - cpu_start;
-    printf("# run: %.1f s; rank 0 cpu/wall %.2f; load average %.2f before, %.2f after\n", wall,
-           wall > 0 ? cpu / wall : 0.0, load_before, load_average());
+    bench_run_print(&run_clock, NULL);
     if (pc.busy)
       printf("# tgt_cpu: share of the phase (all four kinds of one piece size) rank 1 spent in compute blocks, "
              "at their idle speed (1.00: nothing taken from it)%s\n",
              pc.any_timed_out ? "; '!': the target gave up waiting for the stop word (-T)" : "");
     printf("# all transfers checked (strided: pieces and gaps)\n");
-    if (csv == stdout) printf("# CSV\n");
-    fprintf(csv, "impl,path,protocol,target,op,piece,pieces,time_us_median,bw_MBps_median,tgt_cpu_share,tgt_cpu_baseline\n");
-    for (int s = 0; s < nsizes; s++)
-      for (int k = 0; k < NKINDS; k++) {
-        const long pieces = total / piece_sizes[s];
-        fprintf(csv, "%s,%s,%s,%s,%s,%ld,%ld,%.3f,%.1f,", IMPL_NAME, path, protocol, target, kind_names[k],
-                piece_sizes[s], pieces, results[k][s] * 1e6,
-                (double)(piece_sizes[s] * pieces) / results[k][s] / 1e6);
-        if (shares[s] >= 0) fprintf(csv, "%.3f,%.3f", shares[s], baseline);
-        else fprintf(csv, ",");
-        fprintf(csv, "\n");
-      }
-    if (csv != stdout) fclose(csv);
+    bench_csv_finish();
   }
   ARMCI_Barrier();
   ARMCI_Free_local(image);
-  ARMCI_Free_local(pc.stop_src);
   ARMCI_Free_local(back);
   ARMCI_Free_local(scratch);
   ARMCI_Free_local(local);
-  ARMCI_Free(pc.ctl[me]);
+  phase_ctl_free(&pc);
   ARMCI_Free(bases[me]);
-  free(pc.ctl);
   free(bases);
   bench_end();
   return pc.any_timed_out ? 4 : 0;

@@ -36,35 +36,22 @@
 #   RESULTS_DIR     CSVs and logs (default BUILD_DIR/bench-results/strided)
 #   NO_MAKE=1       do not run make for our binaries first
 #   NO_ARMCI_MPI=1  leave ARMCI-MPI out
+#   PLOT=0          no PNG charts (default: into RESULTS_DIR/plots)
 # UCX's own variables pass through: UCX_TLS=tcp,self runs the network path
 # over TCP instead of UCX's shared-memory transports.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
+bench_init strided_protocols "$@"
+[ ${#bench_args[@]} -eq 0 ] || { echo "strided_protocols: unexpected argument '${bench_args[0]}' (options go in STRIDED_ARGS / VECTOR_ARGS)" >&2; exit 2; }
+results=${RESULTS_DIR:-$build_dir/bench-results/strided}
+mkdir -p "$results"
 
-script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-build_dir=.
-if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
-  build_dir=$1
-  shift
-fi
-[ $# -eq 0 ] || { echo "strided_protocols: unexpected argument '$1' (options go in STRIDED_ARGS / VECTOR_ARGS)" >&2; exit 2; }
-[ -d "$build_dir" ] || { echo "strided_protocols: no build directory '$build_dir'" >&2; exit 2; }
-build_dir=$(cd "$build_dir" && pwd)
-
-runs=${RUNS:-1}
-case $runs in ''|*[!0-9]*|0) echo "strided_protocols: RUNS must be a positive integer" >&2; exit 2 ;; esac
-np=${NP:-2}
 run_timeout=${RUN_TIMEOUT:-600}
 read -r -a protocols <<< "${PROTOCOLS-direct buffered host}"
 read -r -a targets <<< "${TARGETS:-idle busy}"
 read -r -a benches <<< "${BENCHES:-strided vector}"
 read -r -a strided_args <<< "${STRIDED_ARGS:--r 9 -t 256K -p 8,64,256,1K,4K,16K,64K}"
 read -r -a vector_args <<< "${VECTOR_ARGS:--r 9 -m 64,128 -C 4,16,64,256,1024}"
-mpirun_cmd=${MPIRUN:-mpirun}
-read -r -a mpirun_flags <<< "${MPIRUN_FLAGS:---allow-run-as-root --oversubscribe}"
-mpicc_cmd=${MPICC:-mpicc}
-read -r -a armci_mpi_libs <<< "${ARMCI_MPI_LIBS:--larmci-openmpi}"
-results=${RESULTS_DIR:-$build_dir/bench-results/strided}
-mkdir -p "$results" "$build_dir/benchmarks"
 for t in "${targets[@]}"; do
   case $t in idle|busy) ;; *) echo "strided_protocols: TARGETS: '$t' is not idle or busy" >&2; exit 2 ;; esac
 done
@@ -75,23 +62,9 @@ done
 timeout_cmd=()
 command -v timeout >/dev/null && timeout_cmd=(timeout --kill-after=10 "$run_timeout")
 
-# Keep our binaries in step with the sources when this is an automake tree.
-if [ -z "${NO_MAKE:-}" ] && [ -f "$build_dir/Makefile" ]; then
-  targets_to_make=()
-  for b in "${benches[@]}"; do targets_to_make+=("benchmarks/${prog[$b]}"); done
-  echo "== make ${targets_to_make[*]} in $build_dir"
-  make -C "$build_dir" "${targets_to_make[@]}" >"$results/make.log" 2>&1 || {
-    tail -n 30 "$results/make.log" >&2
-    echo "strided_protocols: building our benchmarks failed (log: $results/make.log)" >&2
-    exit 1
-  }
-fi
-for b in "${benches[@]}"; do
-  [ -x "$build_dir/benchmarks/${prog[$b]}" ] || {
-    echo "strided_protocols: $build_dir/benchmarks/${prog[$b]} is missing; build it with 'make' in the build tree" >&2
-    exit 1
-  }
-done
+programs=()
+for b in "${benches[@]}"; do programs+=("${prog[$b]}"); done
+bench_make "${programs[@]}"
 
 # Configurations: label, then the environment of our runs ("mpi": ARMCI-MPI).
 configs=()
@@ -103,12 +76,7 @@ done
 configs+=(shm)
 config_env[shm]="ARMCI_SHM=1"
 if [ -z "${NO_ARMCI_MPI:-}" ]; then
-  # -O2 matches automake's default CFLAGS for our build.
-  for b in "${benches[@]}"; do
-    src="$script_dir/${prog[$b]}.c" out="$build_dir/benchmarks/${prog[$b]}_armci_mpi"
-    echo "== $mpicc_cmd -O2 -o $out $src ${armci_mpi_libs[*]}"
-    "$mpicc_cmd" -O2 -o "$out" "$src" "${armci_mpi_libs[@]}"
-  done
+  bench_build_armci_mpi "${programs[@]}"
   configs+=(armci-mpi)
   config_env[armci-mpi]=mpi
 fi
@@ -162,6 +130,7 @@ run_one() {
     failures=$((failures + 1))
     return 0
   fi
+  bench_csvs+=("$csv")
   # Judge a run by how much of the CPU rank 0 had and how much the busy
   # target could compute with no transfers at all.
   awk -v name="$name" '
@@ -331,6 +300,8 @@ with open(out, "w", newline="") as f:
         w.writerow(["" if x is None else (f"{x:.3f}" if isinstance(x, float) else x) for x in r])
 print(f"\nruns: {runs}; CSVs and logs in {results}; merged table: {out}")
 PY
+
+bench_plot "$results/plots"
 
 [ "$warnings" -eq 0 ] || echo "strided_protocols: $warnings run(s) had a busy target that gave up waiting (see above)" >&2
 if [ "$failures" -gt 0 ]; then

@@ -22,13 +22,11 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#define BENCH_PROGRAM "target_busy"
-#include "bench_common.h"
+#include "harness.h"
 #include "bench_compute.h"
 
 #define PAGE 4096
 #define STATS_BYTES (64 * 1024)
-#define MAX_REPS 51
 #define MAX_SIZES 16
 #define MAX_WINDOW 256
 #define ORIGIN 0
@@ -43,6 +41,7 @@ struct config {
   long sizes[MAX_SIZES];
   int nsizes;
   int reps;
+  int warmup;
   double sample_s;
   int window;
   double timeout_s;
@@ -52,9 +51,9 @@ struct config {
 struct bench {
   struct config cfg;
   long iters[NOPS][MAX_SIZES];                   /* per sample, from the idle calibration */
-  double sec[NMODES][NOPS][MAX_SIZES][MAX_REPS]; /* rank 0: seconds per operation */
-  double rate[NOPS][MAX_SIZES][MAX_REPS];        /* rank 1: kernel units/us while busy */
-  double ref_rate[MAX_REPS];                     /* rank 1: the same with no transfers */
+  double sec[NMODES][NOPS][MAX_SIZES][BENCH_MAX_REPS]; /* rank 0: seconds per operation */
+  double rate[NOPS][MAX_SIZES][BENCH_MAX_REPS];        /* rank 1: kernel units/us while busy */
+  double ref_rate[BENCH_MAX_REPS];                     /* rank 1: the same with no transfers */
   void **bases;
   unsigned char *remote, *mine, *local;
   void *remote_flag;
@@ -66,11 +65,6 @@ struct bench {
   long seq;
   double timed_wall[NMODES], timed_cpu[NMODES]; /* rank 0, over the timed parts */
 };
-
-static void check_rc(int rc, const char *call, long bytes) {
-  if (rc != 0)
-    die("%s of %ld bytes returned %d", call, bytes, rc);
-}
 
 /* Runs `iters` operations (whole windows for the nb ops) and returns the
  * elapsed seconds; *done gets the operations run, fewer than `iters` when
@@ -86,14 +80,14 @@ static double run_ops(struct bench *b, enum op op, int bytes, long iters, double
     for (i = 0; i < iters; i++) {
       if ((i & 7) == 7 && now() - t0 > max_seconds)
         break;
-      check_rc(ARMCI_Get(b->remote, b->local, bytes, TARGET), "ARMCI_Get", bytes);
+      BENCH_CHECK(ARMCI_Get(b->remote, b->local, bytes, TARGET), "ARMCI_Get of %d bytes", bytes);
     }
     break;
   case OP_PUT:
     for (i = 0; i < iters; i++) {
       if ((i & 7) == 7 && now() - t0 > max_seconds)
         break;
-      check_rc(ARMCI_Put(b->local, b->remote, bytes, TARGET), "ARMCI_Put", bytes);
+      BENCH_CHECK(ARMCI_Put(b->local, b->remote, bytes, TARGET), "ARMCI_Put of %d bytes", bytes);
     }
     ARMCI_Fence(TARGET);
     break;
@@ -105,14 +99,14 @@ static double run_ops(struct bench *b, enum op op, int bytes, long iters, double
       for (int k = 0; k < w; k++) {
         ARMCI_INIT_HANDLE(&b->handles[k]);
         if (op == OP_NBGET)
-          check_rc(ARMCI_NbGet(b->remote, b->local, bytes, TARGET, &b->handles[k]), "ARMCI_NbGet",
-                   bytes);
+          BENCH_CHECK(ARMCI_NbGet(b->remote, b->local, bytes, TARGET, &b->handles[k]),
+                      "ARMCI_NbGet of %d bytes", bytes);
         else
-          check_rc(ARMCI_NbPut(b->local, b->remote, bytes, TARGET, &b->handles[k]), "ARMCI_NbPut",
-                   bytes);
+          BENCH_CHECK(ARMCI_NbPut(b->local, b->remote, bytes, TARGET, &b->handles[k]),
+                      "ARMCI_NbPut of %d bytes", bytes);
       }
       for (int k = 0; k < w; k++)
-        check_rc(ARMCI_Wait(&b->handles[k]), "ARMCI_Wait", bytes);
+        BENCH_CHECK(ARMCI_Wait(&b->handles[k]), "ARMCI_Wait of %d bytes", bytes);
     }
     if (op == OP_NBPUT)
       ARMCI_Fence(TARGET);
@@ -124,22 +118,26 @@ static double run_ops(struct bench *b, enum op op, int bytes, long iters, double
   return now() - t0;
 }
 
+struct ops_ctx {
+  struct bench *b;
+  enum op op;
+  int bytes;
+};
+
+static double run_ops_unbounded(void *ctx, long n) {
+  struct ops_ctx *c = ctx;
+  long done;
+  return run_ops(c->b, c->op, c->bytes, n, 1e9, &done);
+}
+
 /* Operations per sample of about -m ms (a multiple of the window for the nb
  * ops), from a doubling probe with the target idle. */
 static long calibrate(struct bench *b, enum op op, int bytes) {
   const long step = (op == OP_NBGET || op == OP_NBPUT) ? b->cfg.window : 1;
-  long n = step, done;
-  double t;
-  run_ops(b, op, bytes, step, 1e9, &done); /* first touch, connection set-up */
-  for (;;) {
-    t = run_ops(b, op, bytes, n, 1e9, &done);
-    if (t >= b->cfg.sample_s / 4 || n >= (1L << 30))
-      break;
-    n *= 2;
-  }
-  long iters = (long)((double)n * b->cfg.sample_s / (t > 0 ? t : 1e-9));
-  iters = (iters + step - 1) / step * step;
-  return iters < step ? step : iters;
+  struct ops_ctx ctx = {b, op, bytes};
+  const struct bench_calibration cal = {b->cfg.sample_s, 0.25, 0, 1, step, 1L << 30};
+  run_ops_unbounded(&ctx, step); /* first touch, connection set-up */
+  return bench_calibrate(&cal, run_ops_unbounded, &ctx);
 }
 
 /* Rank 1's side of a busy phase: compute until rank 0's flag arrives. */
@@ -228,111 +226,68 @@ static void reference_phase(struct bench *b, double seconds, int pass) {
   ARMCI_Barrier();
 }
 
-static double med(const double *v, int n) {
-  double tmp[MAX_REPS];
-  memcpy(tmp, v, sizeof(double) * (size_t)n);
-  return median(tmp, n);
+/* Each pass takes one sample of every (op, size, mode); idle and busy of
+ * one cell run back to back, in an order that alternates between passes,
+ * so both see the same machine. */
+static void one_pass(void *ctx, int pass) {
+  struct bench *b = ctx;
+  reference_phase(b, b->cfg.sample_s, pass);
+  for (int si = 0; si < b->cfg.nsizes; si++)
+    for (int op = 0; op < NOPS; op++)
+      for (int k = 0; k < NMODES; k++) {
+        enum mode mode = pass == 0 ? (enum mode)k : (enum mode)((k + pass) % NMODES);
+        run_phase(b, (enum op)op, si, mode, pass);
+      }
 }
+
+static const struct bench_col columns[] = {
+    {NULL, "path", COL_STR, 0, 0, 0},
+    {"op", "op", COL_STR, -6, 0, 0},
+    {"bytes", "bytes", COL_LONG, 9, 0, 0},
+    {"window", "window", COL_LONG, 6, 0, 0},
+    {"idle_MB/s", "idle_MBps", COL_DOUBLE, 11, 1, 2},
+    {"busy_MB/s", "busy_MBps", COL_DOUBLE, 11, 1, 2},
+    {"busy/idle", "busy_over_idle", COL_DOUBLE, 10, 3, 4},
+    {"target_compute", "target_compute", COL_DOUBLE, 15, 3, 4},
+};
+static const struct bench_table table = BENCH_TABLE(columns);
 
 /* -------------------------------------------------------------- options */
 
-static void usage(FILE *f) {
-  fprintf(f,
-          "usage: mpirun -np 2 target_busy [-s SIZES] [-r REPS] [-m MS] [-w WINDOW] [-T SECONDS]\n"
-          "                                [-c FILE.csv]\n"
-          "  -s SIZES    comma list, K/M suffixes (default 64K,128K,256K,512K,1M,2M,4M)\n"
-          "  -r REPS     samples per measurement, median reported (default 7, at most %d)\n"
-          "  -m MS       length of one sample in ms, target idle (default 10)\n"
-          "  -w WINDOW   nonblocking operations in flight (default 16, at most %d)\n"
-          "  -T SECONDS  give up (error) when rank 1 has computed this long without the\n"
-          "              stop flag arriving (default 60)\n"
-          "  -c FILE     write the CSV there instead of after '# CSV' on stdout\n",
-          MAX_REPS, MAX_WINDOW);
-}
+static const char about[] =
+    "Bandwidth of get/put from rank 0 with rank 1 idle in ARMCI_Barrier and busy in a\n"
+    "compute loop without library calls; see benchmarks/README.md.";
 
-static int parse_args(int argc, char **argv, struct config *c) {
+static void parse_args(int argc, char **argv, struct config *c) {
   c->nsizes = 0;
   for (long s = 64L << 10; s <= 4L << 20; s *= 2)
     c->sizes[c->nsizes++] = s;
   c->reps = 7;
+  c->warmup = 0;
   c->sample_s = 0.010;
   c->window = 16;
   c->timeout_s = 60;
   c->csv_path = NULL;
-  int opt;
-  opterr = 0;
-  while ((opt = getopt(argc, argv, "s:r:m:w:T:c:h")) != -1) {
-    switch (opt) {
-    case 's':
-      c->nsizes = parse_size_list(optarg, c->sizes, MAX_SIZES, 1, 1L << 30);
-      if (c->nsizes < 1)
-        goto bad;
-      break;
-    case 'r':
-      c->reps = atoi(optarg);
-      if (c->reps < 1 || c->reps > MAX_REPS)
-        goto bad;
-      break;
-    case 'm':
-      c->sample_s = strtod(optarg, NULL) * 1e-3;
-      if (!(c->sample_s > 0 && c->sample_s <= 10))
-        goto bad;
-      break;
-    case 'w':
-      c->window = atoi(optarg);
-      if (c->window < 1 || c->window > MAX_WINDOW)
-        goto bad;
-      break;
-    case 'T':
-      c->timeout_s = strtod(optarg, NULL);
-      if (!(c->timeout_s > 0))
-        goto bad;
-      break;
-    case 'c':
-      c->csv_path = optarg;
-      break;
-    case 'h':
-      if (me == 0)
-        usage(stdout);
-      return 1;
-    default:
-      if (me == 0) {
-        fprintf(stderr, "target_busy: unknown option or missing value '-%c'\n", optopt);
-        usage(stderr);
-      }
-      return 2;
-    }
-    continue;
-  bad:
-    if (me == 0) {
-      fprintf(stderr, "target_busy: bad value '%s' for -%c\n", optarg, opt);
-      usage(stderr);
-    }
-    return 2;
-  }
-  if (optind < argc) {
-    if (me == 0)
-      fprintf(stderr, "target_busy: unexpected argument '%s'\n", argv[optind]);
-    return 2;
-  }
-  return 0;
+  const struct bench_opt opts[] = {
+      BENCH_OPT_SIZES('s', c->sizes, &c->nsizes, 1, 1L << 30),
+      BENCH_OPT_REPS('r', &c->reps, NULL),
+      BENCH_OPT_WARMUP(&c->warmup),
+      BENCH_OPT_SAMPLE_MS('m', &c->sample_s, NULL),
+      {'w', "window", OPT_INT, &c->window, 1, MAX_WINDOW, "N", "nonblocking operations in flight", NULL, NULL,
+       0, NULL},
+      BENCH_OPT_TIMEOUT('T', &c->timeout_s),
+      BENCH_OPT_CSV('c', &c->csv_path),
+      BENCH_OPT_END};
+  bench_parse(argc, argv, opts, about);
 }
 
 int main(int argc, char **argv) {
-  bench_start(&argc, &argv);
+  bench_start(&argc, &argv, "target_busy");
   const int nproc = armci_msg_nproc();
   static struct bench bench;
   struct bench *b = &bench;
-  int code = parse_args(argc, argv, &b->cfg);
-  if (code == 0 && nproc < 2) {
-    if (me == 0)
-      fprintf(stderr, "target_busy: needs 2 processes (mpirun -np 2), got %d\n", nproc);
-    code = 2;
-  }
-  if (code != 0) {
-    bench_end();
-    return code == 1 ? 0 : code;
-  }
+  parse_args(argc, argv, &b->cfg);
+  bench_need_procs(2);
   const struct config *cfg = &b->cfg;
   long max_size = 0;
   for (int i = 0; i < cfg->nsizes; i++)
@@ -357,39 +312,21 @@ int main(int argc, char **argv) {
   access_end(b->bases[me]);
   kernel_init();
 
-  FILE *csv = NULL;
   if (me == ORIGIN) {
     b->local = ARMCI_Malloc_local((armci_size_t)max_size);
     if (!b->local)
       die("ARMCI_Malloc_local of %ld bytes failed", max_size);
     memset(b->local, 0, (size_t)max_size);
-    if (cfg->csv_path && !(csv = fopen(cfg->csv_path, "w")))
-      die("cannot write %s: %s", cfg->csv_path, strerror(errno));
-    printf("# target_busy impl=%s path=%s reps=%d sample_ms=%.1f window=%d\n", IMPL_NAME,
-           transfer_path(), cfg->reps, cfg->sample_s * 1e3, cfg->window);
+    bench_csv_open(cfg->csv_path, &table, cfg->reps);
+    printf("# target_busy impl=%s path=%s binding=%s reps=%d sample_ms=%.1f window=%d\n", IMPL_NAME,
+           transfer_path(), bench_binding(), cfg->reps, cfg->sample_s * 1e3, cfg->window);
     print_settings(stdout);
     fflush(stdout);
   }
 
-  /* Each pass takes one sample of every (op, size, mode); idle and busy of
-   * one cell run back to back, in an order that alternates between passes,
-   * so both see the same machine. */
-  const double load_before = load_average();
-  const double t_start = now(), cpu_start = cpu_now();
-  for (int pass = 0; pass <= cfg->reps; pass++) {
-    reference_phase(b, cfg->sample_s, pass);
-    for (int si = 0; si < cfg->nsizes; si++)
-      for (int op = 0; op < NOPS; op++)
-        for (int k = 0; k < NMODES; k++) {
-          enum mode mode = pass == 0 ? (enum mode)k : (enum mode)((k + pass) % NMODES);
-          run_phase(b, (enum op)op, si, mode, pass);
-        }
-    if (me == ORIGIN) {
-      fprintf(stderr, "# target_busy: %s %d/%d done, %.1f s\n", pass ? "pass" : "calibration",
-              pass, cfg->reps, now() - t_start);
-      fflush(stderr);
-    }
-  }
+  struct bench_run run;
+  bench_run_begin(&run);
+  bench_passes(cfg->reps, cfg->warmup, one_pass, b);
 
   /* Rank 1's medians go to rank 0 through rank 1's memory. */
   const int ncells = NOPS * cfg->nsizes;
@@ -397,57 +334,33 @@ int main(int argc, char **argv) {
     access_begin(b->bases[me]);
     for (int op = 0; op < NOPS; op++)
       for (int si = 0; si < cfg->nsizes; si++)
-        b->my_stats[op * cfg->nsizes + si] = med(b->rate[op][si], cfg->reps);
-    b->my_stats[ncells] = med(b->ref_rate, cfg->reps);
+        b->my_stats[op * cfg->nsizes + si] = bench_median(b->rate[op][si], cfg->reps);
+    b->my_stats[ncells] = bench_median(b->ref_rate, cfg->reps);
     access_end(b->bases[me]);
   }
   ARMCI_Barrier();
   if (me == ORIGIN) {
     double stats[NOPS * MAX_SIZES + 1];
-    check_rc(ARMCI_Get(b->remote_stats, stats, (int)sizeof(double) * (ncells + 1), TARGET),
-             "ARMCI_Get (rank 1's results)", (long)sizeof(double) * (ncells + 1));
+    BENCH_CHECK(ARMCI_Get(b->remote_stats, stats, (int)sizeof(double) * (ncells + 1), TARGET),
+                "ARMCI_Get of rank 1's results");
     const double ref = stats[ncells];
-    const double wall = now() - t_start, cpu = cpu_now() - cpu_start;
-    printf("# run: %.1f s; rank 0 cpu/wall %.2f, while timing: %.2f (target idle), %.2f "
-           "(target busy); load average %.2f before, %.2f after\n",
-           wall, wall > 0 ? cpu / wall : 0.0,
-           b->timed_wall[IDLE] > 0 ? b->timed_cpu[IDLE] / b->timed_wall[IDLE] : 0.0,
-           b->timed_wall[BUSY] > 0 ? b->timed_cpu[BUSY] / b->timed_wall[BUSY] : 0.0, load_before,
-           load_average());
+    bench_run_print(&run, ", while timing: %.2f (target idle), %.2f (target busy)",
+                    b->timed_wall[IDLE] > 0 ? b->timed_cpu[IDLE] / b->timed_wall[IDLE] : 0.0,
+                    b->timed_wall[BUSY] > 0 ? b->timed_cpu[BUSY] / b->timed_wall[BUSY] : 0.0);
     printf("# medians of %d samples; MB/s = 1e6 B/s; target_compute = rank 1's compute rate\n"
-           "# while busy as the target, over its rate with no transfers (%.1f units/us)\n",
+           "# while busy as the target, over its rate with no transfers (%.1f units/us)\n\n",
            cfg->reps, ref);
-    printf("\n%-6s %9s %6s %11s %11s %10s %15s\n", "op", "bytes", "window", "idle_MB/s",
-           "busy_MB/s", "busy/idle", "target_compute");
+    bench_table_header(&table);
     for (int op = 0; op < NOPS; op++)
       for (int si = 0; si < cfg->nsizes; si++) {
         const double bytes = (double)cfg->sizes[si];
-        const double idle = bytes / med(b->sec[IDLE][op][si], cfg->reps) * 1e-6;
-        const double busy = bytes / med(b->sec[BUSY][op][si], cfg->reps) * 1e-6;
+        const double idle = bytes / bench_median(b->sec[IDLE][op][si], cfg->reps) * 1e-6;
+        const double busy = bytes / bench_median(b->sec[BUSY][op][si], cfg->reps) * 1e-6;
         const double trate = ref > 0 ? stats[op * cfg->nsizes + si] / ref : 0;
-        printf("%-6s %9ld %6d %11.1f %11.1f %10.3f %15.3f\n", op_names[op], cfg->sizes[si],
-               (op == OP_NBGET || op == OP_NBPUT) ? cfg->window : 1, idle, busy, busy / idle,
-               trate);
+        bench_row(&table, transfer_path(), op_names[op], cfg->sizes[si],
+                  (long)((op == OP_NBGET || op == OP_NBPUT) ? cfg->window : 1), idle, busy, busy / idle, trate);
       }
-    FILE *out = csv ? csv : stdout;
-    if (!csv)
-      printf("\n# CSV\n");
-    fprintf(out, "impl,path,op,bytes,window,idle_MBps,busy_MBps,busy_over_idle,target_compute\n");
-    for (int op = 0; op < NOPS; op++)
-      for (int si = 0; si < cfg->nsizes; si++) {
-        const double bytes = (double)cfg->sizes[si];
-        const double idle = bytes / med(b->sec[IDLE][op][si], cfg->reps) * 1e-6;
-        const double busy = bytes / med(b->sec[BUSY][op][si], cfg->reps) * 1e-6;
-        const double trate = ref > 0 ? stats[op * cfg->nsizes + si] / ref : 0;
-        fprintf(out, "%s,%s,%s,%ld,%d,%.2f,%.2f,%.4f,%.4f\n", IMPL_NAME, transfer_path(),
-                op_names[op], cfg->sizes[si], (op == OP_NBGET || op == OP_NBPUT) ? cfg->window : 1,
-                idle, busy, busy / idle, trate);
-      }
-    if (csv) {
-      if (fclose(csv) != 0)
-        die("cannot write %s", cfg->csv_path);
-      printf("\n# CSV written to %s\n", cfg->csv_path);
-    }
+    bench_csv_finish();
     fflush(stdout);
     ARMCI_Free_local(b->local);
   }

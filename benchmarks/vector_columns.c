@@ -31,12 +31,10 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#define BENCH_PROGRAM "vector_columns"
-#include "bench_common.h"
+#include "harness.h"
 
 #define COLS 4096 /* ints per row */
 #define ROW_BYTES (COLS * (long)sizeof(int))
-#define MAX_REPS 51
 #define MAX_LIST 32
 
 enum kind { K_GETS, K_GETV, K_GET_CONTIG, K_PUTS, K_PUTV, K_PUT_CONTIG, NKINDS };
@@ -141,50 +139,36 @@ static void check(enum kind k, struct layout *L, const int *image, int *scratch,
 }
 
 /* ------------------------------------------------------------ settings */
-static int parse_list(const char *text, long *out, long lo, long hi, const char *opt) {
-  char buf[512];
-  int n = 0;
-  snprintf(buf, sizeof buf, "%s", text);
-  for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-    char *end;
-    long v = strtol(tok, &end, 10);
-    if (end == tok || *end || v < lo || v > hi) die("%s: '%s' is not %ld..%ld", opt, tok, lo, hi);
-    if (n == MAX_LIST) die("%s: more than %d values", opt, MAX_LIST);
-    out[n++] = v;
-  }
-  if (n == 0) die("%s: empty list", opt);
-  return n;
-}
+static const struct bench_col columns[] = {
+    CONFIG_COLUMNS,
+    {"rows", "rows", COL_LONG, 5, 0, 0},
+    {"cols", "cols", COL_LONG, 5, 0, 0},
+    {"bytes", "bytes", COL_LONG, 9, 0, 0},
+    {"time_us", "time_us_median", COL_DOUBLE, 11, 2, 3},
+    {"MB/s", "bw_MBps_median", COL_DOUBLE, 10, 1, 1},
+    {"vs_contig", "vs_contig", COL_DOUBLE, 9, 3, 4},
+    {"tgt_cpu", "tgt_cpu_share", COL_DOUBLE, 8, 2, 3},
+    {NULL, "tgt_cpu_baseline", COL_DOUBLE, 0, 0, 3},
+};
+static const struct bench_table table = BENCH_TABLE(columns);
 
-static const char *protocol_name(void) {
-#ifdef ARMCI_MPI
-  return "armci-mpi";
-#else
-  const char *p = getenv("ARMCI_STRIDED_PROTOCOL");
-  return (p && *p) ? p : "auto";
-#endif
-}
+static const char about[] =
+    "Columns 0..C-1 of M rows of 4096 ints at rank 1 (a Global Arrays patch) to and from\n"
+    "rank 0 as one strided, vector or contiguous transfer; see benchmarks/README.md.";
 
-static const char *path_name(void) {
-#ifdef ARMCI_MPI
-  return "mpi";
-#else
-  return (ARMCI_Uses_shm() && ARMCI_Same_node(1)) ? "shm" : "network";
-#endif
-}
+struct run_ctx {
+  enum kind k;
+  struct layout *L;
+  char *local;
+};
 
-static double load_average(void) {
-  double v = -1;
-  FILE *f = fopen("/proc/loadavg", "r");
-  if (f) {
-    if (fscanf(f, "%lf", &v) != 1) v = -1;
-    fclose(f);
-  }
-  return v;
+static double run_n(void *ctx, long n) {
+  struct run_ctx *c = ctx;
+  return run(c->k, c->L, c->local, n);
 }
 
 int main(int argc, char **argv) {
-  bench_start(&argc, &argv);
+  bench_start(&argc, &argv, "vector_columns");
   const int np = armci_msg_nproc();
   int reps = 7;
   double sample_s = 0.001;
@@ -194,44 +178,36 @@ int main(int argc, char **argv) {
   const char *csv_path = NULL;
   struct phase_ctl pc = {0};
   pc.limit_s = 120;
-  for (int a = 1; a < argc; a++) {
-    if (!strcmp(argv[a], "-r") && a + 1 < argc) reps = atoi(argv[++a]);
-    else if (!strcmp(argv[a], "-m") && a + 1 < argc) nrows = parse_list(argv[++a], rows_list, 1, 1024, "-m");
-    else if (!strcmp(argv[a], "-C") && a + 1 < argc) ncols = parse_list(argv[++a], cols_list, 1, COLS, "-C");
-    else if (!strcmp(argv[a], "-c") && a + 1 < argc) csv_path = argv[++a];
-    else if (!strcmp(argv[a], "-T") && a + 1 < argc) pc.limit_s = atof(argv[++a]);
-    else if (!strcmp(argv[a], "-s") && a + 1 < argc) sample_s = atof(argv[++a]) * 1e-3;
-    else if (!strcmp(argv[a], "-b")) pc.busy = 1;
-    else die("unknown option %s (use -m ROWS, -C COLUMNS, -r REPS, -s MS, -b, -T SECONDS, -c FILE)", argv[a]);
-  }
-  if (np < 2) die("run with at least 2 processes");
-  if (reps < 1 || reps > MAX_REPS) die("-r must be 1..%d", MAX_REPS);
-  if (!(pc.limit_s > 0)) die("-T must be positive");
-  if (!(sample_s > 0)) die("-s must be positive");
+  const struct bench_opt opts[] = {
+      {'m', "rows", OPT_LIST, rows_list, 1, 1024, "LIST", "row counts M, comma list", NULL, &nrows, MAX_LIST,
+       NULL},
+      {'C', "cols", OPT_LIST, cols_list, 1, COLS, "LIST", "column counts C, comma list", NULL, &ncols, MAX_LIST,
+       NULL},
+      BENCH_OPT_REPS('r', &reps, NULL),
+      BENCH_OPT_SAMPLE_MS('s', &sample_s, NULL),
+      BUSY_TARGET_OPTS(&pc),
+      BENCH_OPT_CSV('c', &csv_path),
+      BENCH_OPT_END};
+  bench_parse(argc, argv, opts, about);
+  bench_need_procs(2);
 
   long max_rows = 0;
   for (int i = 0; i < nrows; i++)
     if (rows_list[i] > max_rows) max_rows = rows_list[i];
   const long words = max_rows * COLS, array_bytes = words * (long)sizeof(int);
 
-  calibrate_compute();
   void **bases = malloc(sizeof(void *) * (size_t)np);
-  pc.ctl = malloc(sizeof(char *) * (size_t)np);
-  ARMCI_Malloc(bases, array_bytes);
-  ARMCI_Malloc((void **)pc.ctl, CTL_BYTES);
+  if (!bases || ARMCI_Malloc(bases, array_bytes) != 0) die("ARMCI_Malloc of %ld bytes failed", array_bytes);
+  phase_ctl_init(&pc);
   /* +16 words: guards after a get's destination */
   int *image = ARMCI_Malloc_local(array_bytes);
   int *dense = ARMCI_Malloc_local(array_bytes + 64);
   int *scratch = ARMCI_Malloc_local(array_bytes + 64);
   int *back = ARMCI_Malloc_local(array_bytes);
   int *flat = ARMCI_Malloc_local(array_bytes);
-  pc.stop_src = ARMCI_Malloc_local(sizeof(long));
   void **ptrs = malloc(2 * sizeof(void *) * (size_t)max_rows);
-  if (!bases || !pc.ctl || !image || !dense || !scratch || !back || !flat || !pc.stop_src || !ptrs) die("out of memory");
+  if (!image || !dense || !scratch || !back || !flat || !ptrs) die("out of memory");
   for (long i = 0; i < words; i++) image[i] = value(i / COLS, i % COLS);
-  access_begin(pc.ctl[me]);
-  memset(pc.ctl[me], 0, CTL_BYTES);
-  access_end(pc.ctl[me]);
   if (me == 1) {
     access_begin(bases[1]);
     memcpy(bases[1], image, (size_t)array_bytes);
@@ -239,41 +215,24 @@ int main(int argc, char **argv) {
   }
   ARMCI_Barrier();
 
-  double baseline = -1;
-  if (pc.busy) {
-    phase_begin(&pc);
-    if (me == 0)
-      for (double t0 = now(); now() - t0 < 0.05;) {
-      }
-    phase_end(&pc);
-    baseline = pc.tgt_share;
-  }
-
-  const char *target = pc.busy ? "busy" : "idle", *protocol = protocol_name(), *path = path_name();
-  FILE *csv = stdout;
-  const double t_start = now(), cpu_start = cpu_now(), load_before = load_average();
+  const double baseline = busy_baseline(&pc);
+  const char *target = pc.busy ? "busy" : "idle", *protocol = strided_protocol(), *path = transfer_path();
+  struct bench_run run_clock;
+  bench_run_begin(&run_clock);
   if (me == 0) {
-    if (csv_path && !(csv = fopen(csv_path, "w"))) die("cannot write %s", csv_path);
-    printf("# vector_columns impl=%s path=%s protocol=%s target=%s reps=%d sample=%.1fms np=%d; array rows of "
-           "%ld B (medians; MB/s = 1e6 B/s)\n",
-           IMPL_NAME, path, protocol, target, reps, sample_s * 1e3, np, ROW_BYTES);
-    if (pc.busy)
-      printf("# busy target: compute blocks of %ld iterations (%.1f us on an idle core); tgt_cpu with no "
-             "transfers (rank 0 spinning 50 ms): %.2f\n",
-             block_iters, block_seconds * 1e6, baseline);
-    printf("%-11s %-7s %-9s %-6s %5s %5s %9s %11s %10s %9s %8s\n", "op", "path", "protocol", "target", "rows", "cols",
-           "bytes", "time_us", "MB/s", "vs_contig", "tgt_cpu");
+    bench_csv_open(csv_path, &table, reps);
+    printf("# vector_columns impl=%s path=%s protocol=%s target=%s reps=%d sample=%.1fms np=%d binding=%s; "
+           "array rows of %ld B (medians; MB/s = 1e6 B/s)\n",
+           IMPL_NAME, path, protocol, target, reps, sample_s * 1e3, np, bench_binding(), ROW_BYTES);
+    print_busy_header(&pc, baseline);
+    bench_table_header(&table);
   }
-  const int ncells = nrows * ncols;
-  double *times = calloc((size_t)ncells * NKINDS, sizeof(double));
-  double *shares = calloc((size_t)ncells, sizeof(double));
-  if (!times || !shares) die("out of memory");
 
   for (int mi = 0; mi < nrows; mi++)
     for (int ci = 0; ci < ncols; ci++) {
-      const int cell = mi * ncols + ci;
       struct layout L = {bases[1], (int)rows_list[mi], (int)cols_list[ci], ptrs, ptrs + max_rows};
       const long M = L.rows, C = L.cols, bytes = M * C * (long)sizeof(int);
+      double times[NKINDS];
       /* dense: the block's columns packed, as a get leaves them */
       for (long r = 0; r < M; r++)
         for (long c = 0; c < C; c++) dense[r * C + c] = value(r, c);
@@ -285,11 +244,11 @@ int main(int argc, char **argv) {
       phase_begin(&pc);
       if (me == 0) {
         long iters[NKINDS];
-        double samples[NKINDS][MAX_REPS];
+        double samples[NKINDS][BENCH_MAX_REPS];
+        const struct bench_calibration cal = {sample_s, 1.0, 0, 0, 1, 1L << 20};
         for (int k = 0; k < NKINDS; k++) {
-          char *local = is_contig((enum kind)k) ? (char *)flat : (char *)dense;
-          iters[k] = 1;
-          while (run((enum kind)k, &L, local, iters[k]) < sample_s && iters[k] < (1L << 20)) iters[k] *= 2;
+          struct run_ctx ctx = {(enum kind)k, &L, is_contig((enum kind)k) ? (char *)flat : (char *)dense};
+          iters[k] = bench_calibrate(&cal, run_n, &ctx);
         }
         for (int r = 0; r < reps; r++)
           for (int k = 0; k < NKINDS; k++) {
@@ -297,64 +256,40 @@ int main(int argc, char **argv) {
             samples[k][r] = run((enum kind)k, &L, local, iters[k]) / (double)iters[k];
           }
         for (int k = 0; k < NKINDS; k++) {
-          times[cell * NKINDS + k] = median(samples[k], reps);
+          times[k] = bench_median(samples[k], reps);
           check((enum kind)k, &L, image, scratch, back);
         }
       }
       phase_end(&pc);
-      shares[cell] = pc.busy ? pc.tgt_share : -1;
-      if (me == 0)
+      if (me == 0) {
         for (int k = 0; k < NKINDS; k++) {
-          const double t = times[cell * NKINDS + k];
-          const double t_contig = times[cell * NKINDS + (is_put((enum kind)k) ? K_PUT_CONTIG : K_GET_CONTIG)];
-          char share_txt[32] = "-";
-          if (pc.busy) snprintf(share_txt, sizeof share_txt, "%.2f", shares[cell]);
-          printf("%-11s %-7s %-9s %-6s %5ld %5ld %9ld %11.2f %10.1f %9.3f %8s\n", kind_names[k], path, protocol,
-                 target, M, C, bytes, t * 1e6, (double)bytes / t / 1e6, t_contig / t, share_txt);
-          fflush(stdout);
+          const double t = times[k], t_contig = times[is_put((enum kind)k) ? K_PUT_CONTIG : K_GET_CONTIG];
+          bench_row(&table, kind_names[k], path, protocol, target, M, C, bytes, t * 1e6, (double)bytes / t / 1e6,
+                    t_contig / t, pc.busy ? pc.tgt_share : NAN, pc.busy ? baseline : NAN);
         }
+        fflush(stdout);
+      }
     }
 
   if (me == 0) {
-    const double wall = now() - t_start, cpu = cpu_now() - cpu_start;
-    printf("# run: %.1f s; rank 0 cpu/wall %.2f; load average %.2f before, %.2f after\n", wall,
-           wall > 0 ? cpu / wall : 0.0, load_before, load_average());
+    bench_run_print(&run_clock, NULL);
     printf("# vs_contig: MB/s over that of the contiguous Get/Put of the same bytes (the bound)\n");
     if (pc.busy)
       printf("# tgt_cpu: share of the phase (all six kinds of one M, C) rank 1 spent in compute blocks, at their "
              "idle speed%s\n",
              pc.any_timed_out ? "; THE TARGET GAVE UP WAITING FOR THE STOP WORD in some phase (-T)" : "");
     printf("# all transfers checked\n");
-    if (csv == stdout) printf("# CSV\n");
-    fprintf(csv, "impl,path,protocol,target,op,rows,cols,bytes,time_us_median,bw_MBps_median,vs_contig,"
-                 "tgt_cpu_share,tgt_cpu_baseline\n");
-    for (int mi = 0; mi < nrows; mi++)
-      for (int ci = 0; ci < ncols; ci++)
-        for (int k = 0; k < NKINDS; k++) {
-          const int cell = mi * ncols + ci;
-          const long bytes = rows_list[mi] * cols_list[ci] * (long)sizeof(int);
-          const double t = times[cell * NKINDS + k];
-          const double t_contig = times[cell * NKINDS + (is_put((enum kind)k) ? K_PUT_CONTIG : K_GET_CONTIG)];
-          fprintf(csv, "%s,%s,%s,%s,%s,%ld,%ld,%ld,%.3f,%.1f,%.4f,", IMPL_NAME, path, protocol, target, kind_names[k],
-                  rows_list[mi], cols_list[ci], bytes, t * 1e6, (double)bytes / t / 1e6, t_contig / t);
-          if (pc.busy) fprintf(csv, "%.3f,%.3f\n", shares[cell], baseline);
-          else fprintf(csv, ",\n");
-        }
-    if (csv != stdout) fclose(csv);
+    bench_csv_finish();
   }
   ARMCI_Barrier();
-  free(times);
-  free(shares);
   free(ptrs);
-  ARMCI_Free_local(pc.stop_src);
   ARMCI_Free_local(flat);
   ARMCI_Free_local(back);
   ARMCI_Free_local(scratch);
   ARMCI_Free_local(dense);
   ARMCI_Free_local(image);
-  ARMCI_Free(pc.ctl[me]);
+  phase_ctl_free(&pc);
   ARMCI_Free(bases[me]);
-  free(pc.ctl);
   free(bases);
   bench_end();
   return pc.any_timed_out ? 4 : 0;

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The demonstration of the README: installs dependencies, builds, and runs the
 # contiguous put/get/acc benchmark on 2 processes next to one-core memcpy,
-# then the same benchmark source linked to ARMCI-MPI, with the ratio per size.
+# then the same benchmark source linked to ARMCI-MPI, with the ratio per size;
+# writes the CSVs and draws them as one PNG (benchmarks/plot.py).
+# Options go to contig_bench (e.g. -q for a quick run); RUNS, PLOT and the
+# other variables of benchmarks/compare_armci_mpi.sh apply.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${ARMCI_BUILD_DIR:-$top/build}
@@ -9,4 +12,8 @@ build=${ARMCI_BUILD_DIR:-$top/build}
 "$top/scripts/build.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 cd "$build"
-exec "$top/benchmarks/compare_armci_mpi.sh" "$build" "$@"
+results=${RESULTS_DIR:-$build/bench-results}
+"$top/benchmarks/compare_armci_mpi.sh" "$build" "$@"
+echo
+echo "demo: tables above; CSVs: $results/libarmci.*.csv, $results/armci-mpi.*.csv, merged $results/compare.csv"
+[ "${PLOT:-1}" = 0 ] || echo "demo: the comparison as a picture: $results/plots/contig_bench.png"

@@ -1,0 +1,156 @@
+# Shell functions the benchmark scripts share; sourced, never run:
+#   source "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
+#   bench_init NAME "$@"; set -- "${bench_args[@]}"
+#
+# bench_init sets: bench_me (for messages), script_dir (benchmarks/ of the
+# sources), build_dir (absolute; the first argument when it is not an
+# option, else the current directory), results (RESULTS_DIR, default
+# BUILD_DIR/bench-results), runs (RUNS, default 1), np (NP, default 2),
+# mpirun_cmd + mpirun_flags (MPIRUN, MPIRUN_FLAGS), mpicc_cmd +
+# armci_mpi_libs (MPICC, ARMCI_MPI_LIBS) and bench_args (the rest).
+# shellcheck shell=bash
+
+bench_init() {
+  bench_me=$1
+  shift
+  script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+  build_dir=.
+  if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
+    build_dir=$1
+    shift
+  fi
+  bench_args=("$@")
+  [ -d "$build_dir" ] || { echo "$bench_me: no build directory '$build_dir'" >&2; exit 2; }
+  build_dir=$(cd "$build_dir" && pwd)
+  runs=${RUNS:-1}
+  case $runs in ''|*[!0-9]*|0) echo "$bench_me: RUNS must be a positive integer" >&2; exit 2 ;; esac
+  np=${NP:-2}
+  mpirun_cmd=${MPIRUN:-mpirun}
+  read -r -a mpirun_flags <<< "${MPIRUN_FLAGS:---allow-run-as-root --oversubscribe}"
+  mpicc_cmd=${MPICC:-mpicc}
+  read -r -a armci_mpi_libs <<< "${ARMCI_MPI_LIBS:--larmci-openmpi}"
+  results=${RESULTS_DIR:-$build_dir/bench-results}
+  mkdir -p "$results" "$build_dir/benchmarks"
+  bench_csvs=()
+}
+
+# bench_make PROGRAM...: keeps our binaries in step with the sources when
+# BUILD_DIR is an automake tree (NO_MAKE=1 skips it), then checks they exist.
+bench_make() {
+  local p targets=("${@/#/benchmarks/}") log="$results/make-$bench_me.log"
+  if [ -z "${NO_MAKE:-}" ] && [ -f "$build_dir/Makefile" ]; then
+    echo "== make ${targets[*]} in $build_dir"
+    make -C "$build_dir" "${targets[@]}" >"$log" 2>&1 || {
+      tail -n 30 "$log" >&2
+      echo "$bench_me: building our benchmarks failed (log: $log)" >&2
+      exit 1
+    }
+  fi
+  for p in "$@"; do
+    [ -x "$build_dir/benchmarks/$p" ] || {
+      echo "$bench_me: $build_dir/benchmarks/$p is missing; build it with 'make' in the build tree" >&2
+      exit 1
+    }
+  done
+}
+
+# bench_build_armci_mpi PROGRAM...: the same source and the harness, built
+# with mpicc against ARMCI-MPI as BUILD_DIR/benchmarks/PROGRAM_armci_mpi
+# (-O2 as automake's default CFLAGS for ours), then checked to link it.
+bench_build_armci_mpi() {
+  local p out log
+  for p in "$@"; do
+    out="$build_dir/benchmarks/${p}_armci_mpi" log="$results/build-${p}_armci_mpi.log"
+    echo "== $mpicc_cmd -O2 -o $out $script_dir/$p.c $script_dir/harness.c ${armci_mpi_libs[*]} -lm"
+    "$mpicc_cmd" -O2 -o "$out" "$script_dir/$p.c" "$script_dir/harness.c" "${armci_mpi_libs[@]}" -lm \
+      >"$log" 2>&1 || {
+      cat "$log" >&2
+      echo "$bench_me: building the ARMCI-MPI version of $p failed" >&2
+      exit 1
+    }
+    bench_check_links "$p"
+  done
+}
+
+# bench_check_links PROGRAM: Debian's ARMCI-MPI is also called libarmci, so
+# check that each build of PROGRAM links the library it says it measures.
+# Ours: libarmci.so from BUILD_DIR and none of ARMCI-MPI's internals
+# (ARMCII_*); ARMCI-MPI's: those internals linked in (it is a static
+# library) and no libarmci.so.
+bench_check_links() {
+  local p=$1 ours="$build_dir/benchmarks/$1" theirs="$build_dir/benchmarks/$1_armci_mpi" lib n
+  local run_on_ours=()
+  # An uninstalled libtool program is a wrapper script; libtool runs ldd and nm on the binary.
+  [ -x "$build_dir/libtool" ] && run_on_ours=("$build_dir/libtool" --mode=execute)
+  # (grep -c, not grep -q: with pipefail, nm killed by an early-exiting grep fails the pipe)
+  if [ -e "$ours" ]; then
+    lib=$("${run_on_ours[@]}" ldd "$ours" 2>/dev/null | awk '$1 ~ /^libarmci\.so/ {print $3}')
+    case $lib in
+      "$build_dir"/*) ;;
+      *) echo "$bench_me: $p resolves libarmci.so to '${lib:-nothing}', not to $build_dir" >&2; exit 1 ;;
+    esac
+    n=$("${run_on_ours[@]}" nm "$ours" 2>/dev/null | grep -c ' [TtWw] ARMCII_' || true)
+    [ "$n" = 0 ] || { echo "$bench_me: $p has ARMCI-MPI's internals linked in" >&2; exit 1; }
+    echo "   $p links $lib"
+  fi
+  if [ -e "$theirs" ]; then
+    lib=$(ldd "$theirs" | awk '$1 ~ /^libarmci\.so/ {print $3}')
+    [ -z "$lib" ] || { echo "$bench_me: ${p}_armci_mpi loads $lib" >&2; exit 1; }
+    n=$(nm "$theirs" | grep -c ' [Tt] ARMCII_' || true)
+    [ "$n" -gt 0 ] || { echo "$bench_me: ${p}_armci_mpi has no ARMCI-MPI internals (ARMCII_*) linked in" >&2; exit 1; }
+    echo "   ${p}_armci_mpi links ARMCI-MPI statically ($n ARMCII_* functions)" \
+      "and $(ldd "$theirs" | awk '$1 ~ /^libmpi\.so/ {print $3}')"
+  fi
+}
+
+# bench_run NAME BINARY "VAR=value ..." [ARGS...]: one mpirun of BINARY with
+# the settings (only for ours: ARMCI-MPI ignores them), the CSV to
+# $results/NAME.csv and the output to NAME.txt. A failed run (a data check
+# included) or one that wrote no CSV ends the script with the log's tail.
+# Prints the run's "# run:" line and warns when rank 0 had the CPU less
+# than 90% of the time (other load was running). bench_csvs collects the
+# CSVs of this script's runs, for bench_plot.
+bench_run() {
+  local name=$1 bin=$2 settings=$3 s
+  shift 3
+  local -a envs=()
+  for s in $settings ${ours_env[@]+"${ours_env[@]}"}; do envs+=(-x "$s"); done
+  [[ $bin == *_armci_mpi ]] && envs=()
+  local csv="$results/$name.csv" log="$results/$name.txt" rc=0
+  rm -f "$csv"
+  echo "== $name: $mpirun_cmd ${mpirun_flags[*]} -np $np ${envs[*]} $bin -c $csv $*"
+  "$mpirun_cmd" "${mpirun_flags[@]}" -np "$np" "${envs[@]}" "$bin" -c "$csv" "$@" >"$log" 2>&1 || rc=$?
+  if [ $rc -ne 0 ] || [ ! -s "$csv" ]; then
+    tail -n 30 "$log" >&2
+    echo "$bench_me: $name failed (exit status $rc; log $log)" >&2
+    exit 1
+  fi
+  bench_csvs+=("$csv")
+  awk -v name="$name" '/^# run:/ {
+      print "   " $0
+      for (i = 1; i <= NF; i++) if ($i == "cpu/wall") share = $(i + 1) + 0
+      if (share < 0.9)
+        printf "   warning: rank 0 of %s had the CPU %.0f%% of the time: other load was running\n", name, share * 100
+    }' "$log"
+}
+
+# bench_plot OUT_DIR [CSV_OR_DIR...]: PNG charts (benchmarks/plot.py) of the
+# CSVs, by default those of this script's runs (bench_csvs), into OUT_DIR;
+# PLOT=0 skips it. Needs python3-matplotlib.
+bench_plot() {
+  [ "${PLOT:-1}" = 0 ] && return 0
+  local out=$1
+  shift
+  [ $# -gt 0 ] || set -- "${bench_csvs[@]}"
+  # Debian's matplotlib belongs to /usr/bin/python3, which another python3
+  # (pyenv, a venv) may come before in PATH.
+  local py
+  for py in python3 /usr/bin/python3 ""; do
+    [ -n "$py" ] && "$py" -c 'import matplotlib' 2>/dev/null && break
+  done
+  if [ -z "$py" ]; then
+    echo "$bench_me: no charts: python3-matplotlib is not installed (scripts/install-deps.sh installs it)" >&2
+    return 0
+  fi
+  "$py" "$script_dir/plot.py" -o "$out" "$@"
+}
