@@ -1,0 +1,501 @@
+/*
+ * mg.c: NAS Parallel Benchmark MG (V-cycle multigrid on a periodic 3-D
+ * grid), written from the NPB 3.x specification: the same right-hand side
+ * (zran3: +1 at the 10 largest and -1 at the 10 smallest of NPB's random
+ * field), the same operators (resid, psinv, rprj3, interp with NPB's
+ * coefficients), the same L2-norm verification.
+ *
+ * Decomposition: the grid is cut in slabs of z-planes, one slab per rank, on
+ * every level with at least two planes per rank; the coarser levels are
+ * small and every rank computes them whole (replicated). Communication: the
+ * boundary planes of each slab after every operator (a neighbour exchange),
+ * and one allgather where the V-cycle enters the replicated levels. The
+ * armci-nb variant computes a slab's two boundary planes first, puts them to
+ * the neighbours nonblocking, and computes the inner planes while they
+ * travel.
+ */
+#include "nas_common.h"
+
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_LEVELS 12
+
+typedef struct {
+  int N;             /* points per dimension, globally */
+  int n1, n2, n3;    /* local array dimensions, ghost layers included */
+  int L;             /* interior planes here */
+  int z0;            /* global plane index of local plane 0 */
+  int distributed;   /* slabs (1) or whole on every rank (0) */
+  double *u, *r;
+  void **ubases, **rbases;
+} level_t;
+
+static level_t lev[MAX_LEVELS + 1];
+static int lt;
+static double *v;
+static void **vbases;
+static double a[4], c[4];
+
+#define AT(l, i3, i2, i1) (((size_t)(i3) * (size_t)(l)->n2 + (size_t)(i2)) * (size_t)(l)->n1 + (size_t)(i1))
+
+static size_t plane_size(const level_t *l) { return (size_t)l->n1 * l->n2; }
+
+/* ------------------------------------------------------- communication */
+
+/* Periodic ghosts in x and y of local plane i3 (NPB's comm3, axes 1 and 2). */
+static void wrap_xy(const level_t *l, double *u, int i3) {
+  for (int i2 = 1; i2 < l->n2 - 1; i2++) {
+    u[AT(l, i3, i2, 0)] = u[AT(l, i3, i2, l->n1 - 2)];
+    u[AT(l, i3, i2, l->n1 - 1)] = u[AT(l, i3, i2, 1)];
+  }
+  memcpy(u + AT(l, i3, 0, 0), u + AT(l, i3, l->n2 - 2, 0), sizeof(double) * l->n1);
+  memcpy(u + AT(l, i3, l->n2 - 1, 0), u + AT(l, i3, 1, 0), sizeof(double) * l->n1);
+}
+
+/* Periodic ghosts in z when this rank holds every plane. */
+static void wrap_z(const level_t *l, double *u) {
+  memcpy(u, u + AT(l, l->n3 - 2, 0, 0), sizeof(double) * plane_size(l));
+  memcpy(u + AT(l, l->n3 - 1, 0, 0), u + AT(l, 1, 0, 0), sizeof(double) * plane_size(l));
+}
+
+static armci_hdl_t halo_handles[2];
+static int halo_pending;
+
+/* Sends the slab's first plane to the rank below (its upper ghost) and its
+ * last plane to the rank above (its lower ghost). */
+static void halo_start(const level_t *l, double *u, void **bases) {
+  const int up = (nas.me + 1) % nas.np, down = (nas.me + nas.np - 1) % nas.np;
+  const size_t plane = plane_size(l);
+  const int bytes = (int)(plane * sizeof(double));
+  double *first = u + AT(l, 1, 0, 0), *last = u + AT(l, l->L, 0, 0);
+  if (nas.variant == NAS_MPI) {
+    MPI_Sendrecv(last, (int)plane, MPI_DOUBLE, up, 1, u, (int)plane, MPI_DOUBLE, down, 1, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+    MPI_Sendrecv(first, (int)plane, MPI_DOUBLE, down, 2, u + AT(l, l->L + 1, 0, 0), (int)plane, MPI_DOUBLE, up, 2,
+                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    return;
+  }
+  double *up_ghost = (double *)bases[up];
+  double *down_ghost = (double *)bases[down] + AT(l, l->L + 1, 0, 0);
+  if (nas.variant == NAS_ARMCI) {
+    ARMCI_Put(last, up_ghost, bytes, up);
+    ARMCI_Put(first, down_ghost, bytes, down);
+  } else {
+    ARMCI_INIT_HANDLE(&halo_handles[0]);
+    ARMCI_INIT_HANDLE(&halo_handles[1]);
+    ARMCI_NbPut(last, up_ghost, bytes, up, &halo_handles[0]);
+    ARMCI_NbPut(first, down_ghost, bytes, down, &halo_handles[1]);
+  }
+  halo_pending = 1;
+}
+
+static void halo_finish(void) {
+  if (!halo_pending) return;
+  halo_pending = 0;
+  const int up = (nas.me + 1) % nas.np, down = (nas.me + nas.np - 1) % nas.np;
+  if (nas.variant == NAS_ARMCI_NB) {
+    ARMCI_Wait(&halo_handles[0]);
+    ARMCI_Wait(&halo_handles[1]);
+  }
+  armci_notify(up);
+  armci_notify(down);
+  armci_notify_wait(down, NULL);
+  armci_notify_wait(up, NULL);
+}
+
+/* An operator computes interior planes lo..hi (local indices) of its
+ * output at level `out`. */
+typedef struct op_s {
+  void (*planes)(const struct op_s *op, int lo, int hi);
+  const level_t *out, *in;
+  double *dst, *src, *rhs;
+  void **dst_bases;
+  int lo, hi;   /* the planes this rank computes */
+} op_t;
+
+static void run_planes(const op_t *op, int lo, int hi) {
+  if (lo > hi) return;
+  op->planes(op, lo, hi);
+  for (int i3 = lo; i3 <= hi; i3++) wrap_xy(op->out, op->dst, i3);
+}
+
+/* Computes the operator and brings every ghost of its output up to date:
+ * NPB's operator followed by comm3. */
+static void apply(const op_t *op) {
+  const level_t *l = op->out;
+  if (l->distributed && nas.np > 1) {
+    if (nas.variant == NAS_ARMCI_NB) {
+      /* Boundary planes first, on their way while the inner ones run. */
+      run_planes(op, op->lo, op->lo);
+      run_planes(op, op->hi, op->hi);
+      halo_start(l, op->dst, op->dst_bases);
+      run_planes(op, op->lo + 1, op->hi - 1);
+    } else {
+      run_planes(op, op->lo, op->hi);
+      halo_start(l, op->dst, op->dst_bases);
+    }
+    halo_finish();
+    return;
+  }
+  run_planes(op, op->lo, op->hi);
+  if (op->hi - op->lo + 1 < l->N) {
+    /* Entering the replicated levels: each rank computed its share of the
+     * planes; gather them all. */
+    const size_t plane = plane_size(l);
+    long offs[64], lens[64];
+    const int share = op->hi - op->lo + 1;
+    for (int r = 0; r < nas.np; r++) {
+      offs[r] = (long)((size_t)(1 + r * share) * plane);
+      lens[r] = (long)((size_t)share * plane);
+    }
+    nas_allgather_start(op->dst, op->dst_bases, offs, lens);
+    nas_allgather_finish();
+  }
+  wrap_z(l, op->dst);
+}
+
+/* ----------------------------------------------------------- operators */
+
+/* r = v - A u (NPB's resid). */
+static void resid_planes(const op_t *op, int lo, int hi) {
+  const level_t *l = op->out;
+  const double *u = op->src, *vv = op->rhs;
+  double *r = op->dst;
+  double u1[l->n1], u2[l->n1];
+  for (int i3 = lo; i3 <= hi; i3++)
+    for (int i2 = 1; i2 < l->n2 - 1; i2++) {
+      for (int i1 = 0; i1 < l->n1; i1++) {
+        u1[i1] = u[AT(l, i3, i2 - 1, i1)] + u[AT(l, i3, i2 + 1, i1)] + u[AT(l, i3 - 1, i2, i1)] +
+                 u[AT(l, i3 + 1, i2, i1)];
+        u2[i1] = u[AT(l, i3 - 1, i2 - 1, i1)] + u[AT(l, i3 - 1, i2 + 1, i1)] + u[AT(l, i3 + 1, i2 - 1, i1)] +
+                 u[AT(l, i3 + 1, i2 + 1, i1)];
+      }
+      for (int i1 = 1; i1 < l->n1 - 1; i1++)
+        r[AT(l, i3, i2, i1)] = vv[AT(l, i3, i2, i1)] - a[0] * u[AT(l, i3, i2, i1)] -
+                               a[2] * (u2[i1] + u1[i1 - 1] + u1[i1 + 1]) - a[3] * (u2[i1 - 1] + u2[i1 + 1]);
+    }
+}
+
+/* u += S r (NPB's psinv, the smoother). */
+static void psinv_planes(const op_t *op, int lo, int hi) {
+  const level_t *l = op->out;
+  const double *r = op->src;
+  double *u = op->dst;
+  double r1[l->n1], r2[l->n1];
+  for (int i3 = lo; i3 <= hi; i3++)
+    for (int i2 = 1; i2 < l->n2 - 1; i2++) {
+      for (int i1 = 0; i1 < l->n1; i1++) {
+        r1[i1] = r[AT(l, i3, i2 - 1, i1)] + r[AT(l, i3, i2 + 1, i1)] + r[AT(l, i3 - 1, i2, i1)] +
+                 r[AT(l, i3 + 1, i2, i1)];
+        r2[i1] = r[AT(l, i3 - 1, i2 - 1, i1)] + r[AT(l, i3 - 1, i2 + 1, i1)] + r[AT(l, i3 + 1, i2 - 1, i1)] +
+                 r[AT(l, i3 + 1, i2 + 1, i1)];
+      }
+      for (int i1 = 1; i1 < l->n1 - 1; i1++)
+        u[AT(l, i3, i2, i1)] += c[0] * r[AT(l, i3, i2, i1)] +
+                                c[1] * (r[AT(l, i3, i2, i1 - 1)] + r[AT(l, i3, i2, i1 + 1)] + r1[i1]) +
+                                c[2] * (r2[i1] + r1[i1 - 1] + r1[i1 + 1]);
+    }
+}
+
+/* Coarse s = P^T r (NPB's rprj3): coarse point j sits on fine point 2j. */
+static void rprj3_planes(const op_t *op, int lo, int hi) {
+  const level_t *f = op->in, *cl = op->out;
+  const double *r = op->src;
+  double *s = op->dst;
+  double x1[f->n1], y1[f->n1];
+  for (int j3 = lo; j3 <= hi; j3++) {
+    const int i3 = 2 * (j3 + cl->z0) - f->z0;
+    for (int j2 = 1; j2 < cl->n2 - 1; j2++) {
+      const int i2 = 2 * j2;
+      for (int j1 = 1; j1 < cl->n1; j1++) {
+        const int i1 = 2 * j1 - 1;
+        x1[i1] = r[AT(f, i3, i2 - 1, i1)] + r[AT(f, i3, i2 + 1, i1)] + r[AT(f, i3 - 1, i2, i1)] +
+                 r[AT(f, i3 + 1, i2, i1)];
+        y1[i1] = r[AT(f, i3 - 1, i2 - 1, i1)] + r[AT(f, i3 + 1, i2 - 1, i1)] + r[AT(f, i3 - 1, i2 + 1, i1)] +
+                 r[AT(f, i3 + 1, i2 + 1, i1)];
+      }
+      for (int j1 = 1; j1 < cl->n1 - 1; j1++) {
+        const int i1 = 2 * j1;
+        const double y2 = r[AT(f, i3 - 1, i2 - 1, i1)] + r[AT(f, i3 + 1, i2 - 1, i1)] +
+                          r[AT(f, i3 - 1, i2 + 1, i1)] + r[AT(f, i3 + 1, i2 + 1, i1)];
+        const double x2 = r[AT(f, i3, i2 - 1, i1)] + r[AT(f, i3, i2 + 1, i1)] + r[AT(f, i3 - 1, i2, i1)] +
+                          r[AT(f, i3 + 1, i2, i1)];
+        s[AT(cl, j3, j2, j1)] = 0.5 * r[AT(f, i3, i2, i1)] +
+                                0.25 * (r[AT(f, i3, i2, i1 - 1)] + r[AT(f, i3, i2, i1 + 1)] + x2) +
+                                0.125 * (x1[i1 - 1] + x1[i1 + 1] + y2) + 0.0625 * (y1[i1 - 1] + y1[i1 + 1]);
+      }
+    }
+  }
+}
+
+/* u += P z (NPB's interp, trilinear): coarse point j feeds fine points 2j
+ * and 2j+1. Fine ghost planes included: they come out equal to what the
+ * neighbour computes for them, so no exchange follows. */
+static void interp(const level_t *cl, const double *z, const level_t *f, double *u) {
+  double z1[cl->n1], z2[cl->n1], z3[cl->n1];
+  for (int g3 = f->z0 / 2; g3 <= f->z0 / 2 + f->L / 2; g3++) {
+    const int k3 = g3 - cl->z0, i3 = 2 * g3 - f->z0;
+    for (int k2 = 0; k2 < cl->n2 - 1; k2++) {
+      for (int k1 = 0; k1 < cl->n1; k1++) {
+        z1[k1] = z[AT(cl, k3, k2 + 1, k1)] + z[AT(cl, k3, k2, k1)];
+        z2[k1] = z[AT(cl, k3 + 1, k2, k1)] + z[AT(cl, k3, k2, k1)];
+        z3[k1] = z[AT(cl, k3 + 1, k2 + 1, k1)] + z[AT(cl, k3 + 1, k2, k1)] + z1[k1];
+      }
+      const int i2 = 2 * k2;
+      for (int k1 = 0; k1 < cl->n1 - 1; k1++) {
+        const int i1 = 2 * k1;
+        u[AT(f, i3, i2, i1)] += z[AT(cl, k3, k2, k1)];
+        u[AT(f, i3, i2, i1 + 1)] += 0.5 * (z[AT(cl, k3, k2, k1 + 1)] + z[AT(cl, k3, k2, k1)]);
+        u[AT(f, i3, i2 + 1, i1)] += 0.5 * z1[k1];
+        u[AT(f, i3, i2 + 1, i1 + 1)] += 0.25 * (z1[k1] + z1[k1 + 1]);
+        u[AT(f, i3 + 1, i2, i1)] += 0.5 * z2[k1];
+        u[AT(f, i3 + 1, i2, i1 + 1)] += 0.25 * (z2[k1] + z2[k1 + 1]);
+        u[AT(f, i3 + 1, i2 + 1, i1)] += 0.25 * z3[k1];
+        u[AT(f, i3 + 1, i2 + 1, i1 + 1)] += 0.125 * (z3[k1] + z3[k1 + 1]);
+      }
+    }
+  }
+}
+
+static void resid(level_t *l, double *u, double *vv, double *r, void **rbases) {
+  op_t op = {resid_planes, l, l, r, u, vv, rbases, 1, l->L};
+  apply(&op);
+}
+
+static void psinv(level_t *l, double *r, double *u, void **ubases) {
+  op_t op = {psinv_planes, l, l, u, r, NULL, ubases, 1, l->L};
+  apply(&op);
+}
+
+static void rprj3(level_t *f, level_t *cl) {
+  /* The coarse planes whose centre lies on this rank's fine planes. */
+  const int lo = f->z0 / 2 + 1 - cl->z0, hi = f->z0 / 2 + f->L / 2 - cl->z0;
+  op_t op = {rprj3_planes, cl, f, cl->r, f->r, NULL, cl->rbases, lo, hi};
+  apply(&op);
+}
+
+static void zero(const level_t *l, double *u) { memset(u, 0, sizeof(double) * plane_size(l) * l->n3); }
+
+/* NPB's mg3P: one V-cycle. */
+static void mg3p(void) {
+  for (int k = lt; k > 1; k--) rprj3(&lev[k], &lev[k - 1]);
+  zero(&lev[1], lev[1].u);
+  psinv(&lev[1], lev[1].r, lev[1].u, lev[1].ubases);
+  for (int k = 2; k < lt; k++) {
+    zero(&lev[k], lev[k].u);
+    interp(&lev[k - 1], lev[k - 1].u, &lev[k], lev[k].u);
+    resid(&lev[k], lev[k].u, lev[k].r, lev[k].r, lev[k].rbases);
+    psinv(&lev[k], lev[k].r, lev[k].u, lev[k].ubases);
+  }
+  interp(&lev[lt - 1], lev[lt - 1].u, &lev[lt], lev[lt].u);
+  resid(&lev[lt], lev[lt].u, v, lev[lt].r, lev[lt].rbases);
+  psinv(&lev[lt], lev[lt].r, lev[lt].u, lev[lt].ubases);
+}
+
+/* L2 norm (over the whole grid) and max norm of the top level's interior. */
+static void norm2u3(const double *r, double *rnm2, double *rnmu) {
+  const level_t *l = &lev[lt];
+  double s = 0.0, m = 0.0;
+  for (int i3 = 1; i3 <= l->L; i3++)
+    for (int i2 = 1; i2 < l->n2 - 1; i2++)
+      for (int i1 = 1; i1 < l->n1 - 1; i1++) {
+        const double x = r[AT(l, i3, i2, i1)];
+        s += x * x;
+        if (fabs(x) > m) m = fabs(x);
+      }
+  nas_allreduce_sum(&s, 1);
+  nas_allreduce_max(&m, 1);
+  *rnm2 = sqrt(s / ((double)l->N * l->N * l->N));
+  *rnmu = m;
+}
+
+/* ------------------------------------------------------ right-hand side */
+
+#define MM 10
+
+typedef struct {
+  double value;
+  long where;   /* global linear index of the point */
+} cand_t;
+
+/* Keeps best[0..MM-1] as the MM most extreme values seen, best[0] the least
+ * extreme (NPB's bubble). sign = +1: largest; -1: smallest. */
+static void offer(cand_t *best, double value, long where, int sign) {
+  if (sign * value <= sign * best[0].value) return;
+  best[0] = (cand_t){value, where};
+  for (int i = 0; i < MM - 1 && sign * best[i].value > sign * best[i + 1].value; i++) {
+    const cand_t t = best[i];
+    best[i] = best[i + 1];
+    best[i + 1] = t;
+  }
+}
+
+/* NPB's zran3: v = 0 except +1 at the MM largest and -1 at the MM smallest
+ * values of NPB's random field over the whole grid. */
+static void zran3(double *z) {
+  const level_t *l = &lev[lt];
+  const long n = l->N;
+  const double amult = 1220703125.0;
+  const double a1 = randlc_power(amult, n), a2 = randlc_power(amult, n * n);
+  zero(l, z);
+  double x0 = 314159265.0;
+  randlc(&x0, randlc_power(amult, n * n * l->z0));
+  for (int i3 = 1; i3 <= l->L; i3++) {
+    double x1 = x0;
+    for (int i2 = 1; i2 <= n; i2++) {
+      double xx = x1;
+      vranlc((int)n, &xx, amult, z + AT(l, i3, i2, 1));
+      randlc(&x1, a1);
+    }
+    randlc(&x0, a2);
+  }
+  cand_t big[MM], small[MM];
+  for (int i = 0; i < MM; i++) {
+    big[i] = (cand_t){0.0, -1};
+    small[i] = (cand_t){1.0, -1};
+  }
+  for (int i3 = 1; i3 <= l->L; i3++)
+    for (int i2 = 1; i2 <= n; i2++)
+      for (int i1 = 1; i1 <= n; i1++) {
+        const double x = z[AT(l, i3, i2, i1)];
+        const long where = ((long)(l->z0 + i3 - 1) * n + (i2 - 1)) * n + (i1 - 1);
+        offer(big, x, where, +1);
+        offer(small, x, where, -1);
+      }
+  /* Every rank's candidates to every rank, then the global choice. */
+  void **bases;
+  const int per = 4 * MM;
+  double *all = nas_alloc((size_t)per * nas.np, &bases);
+  for (int i = 0; i < MM; i++) {
+    double *mine = all + (size_t)per * nas.me;
+    mine[4 * i] = big[i].value;
+    mine[4 * i + 1] = (double)big[i].where;
+    mine[4 * i + 2] = small[i].value;
+    mine[4 * i + 3] = (double)small[i].where;
+  }
+  long offs[64], lens[64];
+  for (int r = 0; r < nas.np; r++) {
+    offs[r] = (long)per * r;
+    lens[r] = per;
+  }
+  nas_allgather_start(all, bases, offs, lens);
+  nas_allgather_finish();
+  for (int i = 0; i < MM; i++) {
+    big[i] = (cand_t){0.0, -1};
+    small[i] = (cand_t){1.0, -1};
+  }
+  for (int r = 0; r < nas.np; r++)
+    for (int i = 0; i < MM; i++) {
+      const double *e = all + (size_t)per * r + 4 * i;
+      offer(big, e[0], (long)e[1], +1);
+      offer(small, e[2], (long)e[3], -1);
+    }
+  nas_free(all, bases);
+  zero(l, z);
+  for (int i = 0; i < MM; i++) {
+    const cand_t *pick[2] = {&small[i], &big[i]};
+    for (int s = 0; s < 2; s++) {
+      const long w = pick[s]->where;
+      const long g3 = w / (n * n), g2 = (w / n) % n, g1 = w % n;
+      if (g3 >= l->z0 && g3 < l->z0 + l->L) z[AT(l, g3 - l->z0 + 1, g2 + 1, g1 + 1)] = s ? 1.0 : -1.0;
+    }
+  }
+  /* NPB's comm3 of v: the ghosts of the right-hand side. */
+  op_t op = {NULL, l, l, z, NULL, NULL, vbases, 1, l->L};
+  for (int i3 = 1; i3 <= l->L; i3++) wrap_xy(l, z, i3);
+  if (l->distributed && nas.np > 1) {
+    halo_start(l, z, op.dst_bases);
+    halo_finish();
+  } else {
+    wrap_z(l, z);
+  }
+}
+
+/* ------------------------------------------------------------------ main */
+
+int main(int argc, char **argv) {
+  nas_start(argc, argv, "mg", 8);
+  int nx, nit;
+  double verify_value;
+  switch (nas.cls) {
+    case 'S': nx = 32; nit = 4; verify_value = 0.5307707005734e-04; break;
+    case 'W': nx = 128; nit = 4; verify_value = 0.6467329375339e-05; break;
+    case 'A': nx = 256; nit = 4; verify_value = 0.2433365309069e-05; break;
+    default: nx = 256; nit = 20; verify_value = 0.1800564401355e-05; break;
+  }
+  a[0] = -8.0 / 3.0; a[1] = 0.0; a[2] = 1.0 / 6.0; a[3] = 1.0 / 12.0;
+  if (nas.cls == 'A' || nas.cls == 'S' || nas.cls == 'W') {
+    c[0] = -3.0 / 8.0; c[1] = 1.0 / 32.0; c[2] = -1.0 / 64.0; c[3] = 0.0;
+  } else {
+    c[0] = -3.0 / 17.0; c[1] = 1.0 / 33.0; c[2] = -1.0 / 61.0; c[3] = 0.0;
+  }
+  lt = 0;
+  while ((1 << lt) < nx) lt++;
+  for (int k = 1; k <= lt; k++) {
+    level_t *l = &lev[k];
+    l->N = 1 << k;
+    l->n1 = l->n2 = l->N + 2;
+    l->distributed = l->N >= 2 * nas.np;
+    l->L = l->distributed ? l->N / nas.np : l->N;
+    l->z0 = l->distributed ? nas.me * l->L : 0;
+    l->n3 = l->L + 2;
+    const size_t count = plane_size(l) * l->n3;
+    l->u = nas_alloc(count, &l->ubases);
+    l->r = nas_alloc(count, &l->rbases);
+  }
+  v = nas_alloc(plane_size(&lev[lt]) * lev[lt].n3, &vbases);
+  if (nas.me == 0) {
+    printf("\n\n NAS Parallel Benchmarks (libarmci kernels) - MG Benchmark\n\n");
+    printf(" Size: %4dx%4dx%4d  (class %c)\n Iterations: %d\n Number of processes: %d\n Variant: %s\n\n", nx, nx,
+           nx, nas.cls, nit, nas.np, nas_variant_name());
+  }
+  level_t *top = &lev[lt];
+  double rnm2, rnmu;
+
+  /* One untimed V-cycle (page faults, caches), as NPB does, then a fresh
+   * start for the timed run. */
+  zero(top, top->u);
+  zran3(v);
+  resid(top, top->u, v, top->r, top->rbases);
+  mg3p();
+  resid(top, top->u, v, top->r, top->rbases);
+  zero(top, top->u);
+  zran3(v);
+
+  nas_barrier();
+  const double t0 = nas_wtime();
+  resid(top, top->u, v, top->r, top->rbases);
+  norm2u3(top->r, &rnm2, &rnmu);
+  for (int it = 1; it <= nit; it++) {
+    if (nas.me == 0) printf("  iter %3d\n", it);
+    mg3p();
+    resid(top, top->u, v, top->r, top->rbases);
+  }
+  norm2u3(top->r, &rnm2, &rnmu);
+  double t = nas_wtime() - t0;
+  nas_allreduce_max(&t, 1);
+
+  const double err = fabs(rnm2 - verify_value) / verify_value;
+  const int ok = err <= 1.0e-8;
+  if (nas.me == 0) {
+    printf("\n Benchmark completed\n");
+    if (ok) printf(" VERIFICATION SUCCESSFUL\n L2 Norm is %20.13e\n Error is   %20.13e\n", rnm2, err);
+    else printf(" VERIFICATION FAILED\n L2 Norm is             %20.13e\n The correct L2 Norm is %20.13e\n", rnm2,
+                verify_value);
+  }
+  const double mops = t > 0 ? 58.0 * nit * (double)nx * nx * nx / t / 1e6 : 0.0;
+  char size[48];
+  snprintf(size, sizeof size, "%dx%4dx%4d", nx, nx, nx);
+  const int status = nas_report("MG", size, nit, t, mops, ok);
+  for (int k = 1; k <= lt; k++) {
+    nas_free(lev[k].u, lev[k].ubases);
+    nas_free(lev[k].r, lev[k].rbases);
+  }
+  nas_free(v, vbases);
+  nas_finish();
+  return status;
+}
