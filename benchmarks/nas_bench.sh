@@ -6,7 +6,7 @@
 # count the median time, the spread (min-max) and the speed-up over the
 # `mpi` variant, writes every run to a CSV and draws a chart.
 #
-# usage: benchmarks/nas_bench.sh [BUILD_DIR] [-c CLASSES] [-p NPS] [-k KERNELS] [-n NETS]
+# usage: benchmarks/nas_bench.sh [BUILD_DIR] [-c CLASSES] [-p NPS] [-k KERNELS] [-n NETS] [-r CSV]
 #   BUILD_DIR  the libarmci build tree (default: the current directory)
 #   -c         classes, comma list (default A; B takes about 5x longer)
 #   -p         process counts (default 1,2,4)
@@ -16,6 +16,7 @@
 #              ARMCI_VNODE_SIZE=1 ARMCI_NETWORK=ucx (every peer through UCX).
 #              The mpi variant is Open MPI's own transport: run once per
 #              configuration, it is the reference in both.
+#   -r CSV     run nothing: the table and chart of an earlier run's CSV
 # environment: RUNS (3), MPIRUN, MPIRUN_FLAGS (default --allow-run-as-root
 #   --oversubscribe), RESULTS_DIR (default BUILD_DIR/bench-results),
 #   NO_MAKE=1 (do not run make first), PLOT=0 (no chart).
@@ -26,13 +27,14 @@ bench_init nas_bench "$@"
 set -- ${bench_args[@]+"${bench_args[@]}"}
 me=$bench_me
 runs=${RUNS:-3}
-classes=A nps=1,2,4 kernels=mg,cg,cg_f nets=shm,ucx
+classes=A nps=1,2,4 kernels=mg,cg,cg_f nets=shm,ucx reuse=
 while [ $# -gt 0 ]; do
   case $1 in
     -c) classes=$2; shift ;;
     -p) nps=$2; shift ;;
     -k) kernels=$2; shift ;;
     -n) nets=$2; shift ;;
+    -r) reuse=$2; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "$me: unknown option '$1' (see -h)" >&2; exit 2 ;;
   esac
@@ -40,64 +42,76 @@ while [ $# -gt 0 ]; do
 done
 unset ARMCI_SHM ARMCI_VNODE_SIZE ARMCI_NETWORK
 
-targets=()
-for k in ${kernels//,/ }; do targets+=("nas-kernels/$k"); done
-if [ -z "${NO_MAKE:-}" ] && [ -f "$build_dir/Makefile" ]; then
-  make -C "$build_dir" "${targets[@]}" >"$results/make-nas.log" 2>&1 || {
-    tail -n 30 "$results/make-nas.log" >&2; echo "$me: make failed" >&2; exit 1; }
-fi
+csv="$results/nas.csv"
+if [ -n "$reuse" ]; then
+  csv=$reuse
+else
+  targets=()
+  for k in ${kernels//,/ }; do targets+=("nas-kernels/$k"); done
+  if [ -z "${NO_MAKE:-}" ] && [ -f "$build_dir/Makefile" ]; then
+    make -C "$build_dir" "${targets[@]}" >"$results/make-nas.log" 2>&1 || {
+      tail -n 30 "$results/make-nas.log" >&2; echo "$me: make failed" >&2; exit 1; }
+  fi
 
-net_env() {
-  case $1 in
-    shm) echo "ARMCI_SHM=1" ;;
-    ucx) echo "ARMCI_SHM=0 ARMCI_VNODE_SIZE=1 ARMCI_NETWORK=ucx" ;;
-    *) echo "$me: unknown net '$1'" >&2; exit 2 ;;
-  esac
-}
+  net_env() {
+    case $1 in
+      shm) echo "ARMCI_SHM=1" ;;
+      ucx) echo "ARMCI_SHM=0 ARMCI_VNODE_SIZE=1 ARMCI_NETWORK=ucx" ;;
+      *) echo "$me: unknown net '$1'" >&2; exit 2 ;;
+    esac
+  }
 
-# The configurations: kernel class np variant net.
-configs=()
-for c in ${classes//,/ }; do
-  for k in ${kernels//,/ }; do
-    for p in ${nps//,/ }; do
-      variants="mpi armci armci-nb"
-      [ "$k" = cg_f ] && variants=armci-nb
-      for v in $variants; do
-        if [ "$v" = mpi ]; then configs+=("$k $c $p $v -"); continue; fi
-        for n in ${nets//,/ }; do configs+=("$k $c $p $v $n"); done
+  # The configurations: kernel class np variant net.
+  configs=()
+  for c in ${classes//,/ }; do
+    for k in ${kernels//,/ }; do
+      for p in ${nps//,/ }; do
+        variants="mpi armci armci-nb"
+        [ "$k" = cg_f ] && variants=armci-nb
+        for v in $variants; do
+          if [ "$v" = mpi ]; then configs+=("$k $c $p $v -"); continue; fi
+          for n in ${nets//,/ }; do configs+=("$k $c $p $v $n"); done
+        done
       done
     done
   done
-done
 
-csv="$results/nas.csv"
-echo "bench,kernel,class,nprocs,variant,net,run,seconds,mops,binding" >"$csv"
-echo "== $((${#configs[@]} * runs)) runs: ${#configs[@]} configurations x $runs (machine load: $(cut -d' ' -f1-3 /proc/loadavg))"
-for ((run = 1; run <= runs; run++)); do
-  for cfg in "${configs[@]}"; do
-    read -r k c p v n <<<"$cfg"
-    envs=()
-    if [ "$n" != - ]; then for s in $(net_env "$n"); do envs+=(-x "$s"); done; fi
-    log="$results/nas-$k-$c-$p-$v-$n-$run.txt"
-    "$mpirun_cmd" "${mpirun_flags[@]}" --report-bindings -np "$p" "${envs[@]}" \
-      "$build_dir/nas-kernels/$k" --class "$c" --variant "$v" >"$log" 2>&1 || {
-      tail -n 20 "$log" >&2; echo "$me: $cfg failed (log $log)" >&2; exit 1; }
-    grep -q '^ Verification    =  SUCCESSFUL$' "$log" || {
-      tail -n 20 "$log" >&2; echo "$me: $cfg did not verify (log $log)" >&2; exit 1; }
-    t=$(sed -n 's/^ Time in seconds =  //p' "$log")
-    mops=$(sed -n 's|^ Mop/s total     =  ||p' "$log")
-    binding=$(grep -q 'bound to' "$log" && echo core || echo none)
-    echo "nas,$k,$c,$p,$v,$n,$run,$t,$mops,$binding" >>"$csv"
-    printf '   run %d %-5s %s np=%s %-8s %-3s %8.2f s\n' "$run" "$k" "$c" "$p" "$v" "$n" "$t"
+  echo "bench,kernel,class,nprocs,variant,net,run,seconds,mops,comm_seconds,binding" >"$csv"
+  echo "== $((${#configs[@]} * runs)) runs: ${#configs[@]} configurations x $runs (machine load: $(cut -d' ' -f1-3 /proc/loadavg))"
+  for ((run = 1; run <= runs; run++)); do
+    for cfg in "${configs[@]}"; do
+      read -r k c p v n <<<"$cfg"
+      envs=()
+      if [ "$n" != - ]; then for s in $(net_env "$n"); do envs+=(-x "$s"); done; fi
+      log="$results/nas-$k-$c-$p-$v-$n-$run.txt"
+      "$mpirun_cmd" "${mpirun_flags[@]}" --report-bindings -np "$p" "${envs[@]}" \
+        "$build_dir/nas-kernels/$k" --class "$c" --variant "$v" >"$log" 2>&1 || {
+        tail -n 20 "$log" >&2; echo "$me: $cfg failed (log $log)" >&2; exit 1; }
+      grep -q '^ Verification    =  SUCCESSFUL$' "$log" || {
+        tail -n 20 "$log" >&2; echo "$me: $cfg did not verify (log $log)" >&2; exit 1; }
+      t=$(sed -n 's/^ Time in seconds =  //p' "$log")
+      mops=$(sed -n 's|^ Mop/s total     =  ||p' "$log")
+      comm=$(sed -n 's/^ Comm seconds    =  \([0-9.]*\).*/\1/p' "$log")
+      binding=$(grep -q 'bound to' "$log" && echo core || echo none)
+      echo "nas,$k,$c,$p,$v,$n,$run,$t,$mops,$comm,$binding" >>"$csv"
+      printf '   run %d %-5s %s np=%s %-8s %-3s %8.2f s (comm %s s)\n' "$run" "$k" "$c" "$p" "$v" "$n" "$t" "${comm:--}"
+    done
   done
-done
+fi
 
 # The table: medians and spreads per configuration, speed-up over mpi.
 table="$results/nas-table.txt"
 awk -F, 'NR > 1 {
     key = $2 " " $3 " " $4 " " $5 " " $6
-    n[key]++; t[key, n[key]] = $8
+    n[key]++; t[key, n[key]] = $8; cm[key, n[key]] = $10
     if (!(key in seen)) { seen[key] = 1; order[++m] = key }
+  }
+  function median_comm(key,   i, j, k, a, tmp) {
+    k = n[key]
+    if (cm[key, 1] == "") return "-"
+    for (i = 1; i <= k; i++) a[i] = cm[key, i]
+    for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (a[j] + 0 < a[i] + 0) { tmp = a[i]; a[i] = a[j]; a[j] = tmp }
+    return sprintf("%.2f", k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2)
   }
   function median(key,   i, j, k, a, tmp) {
     k = n[key]
@@ -108,16 +122,17 @@ awk -F, 'NR > 1 {
   }
   END {
     for (i = 1; i <= m; i++) med[order[i]] = median(order[i])
-    printf "%-5s %-5s %3s %-9s %-4s %10s %17s %9s\n", "kernel", "class", "np", "variant", "net", "median s", "spread (min-max)", "vs mpi"
+    printf "%-6s %-5s %3s %-9s %-4s %10s %17s %9s %8s\n", "kernel", "class", "np", "variant", "net", "median s", "spread (min-max)", "vs mpi", "comm s"
     for (i = 1; i <= m; i++) {
       split(order[i], f, " ")
       ref = f[1] " " f[2] " " f[3] " mpi -"
       if (f[1] == "cg_f") ref = "cg " f[2] " " f[3] " mpi -"
       speed = (ref in med && med[order[i]] > 0) ? sprintf("%8.2fx", med[ref] / med[order[i]]) : "       -"
-      printf "%-6s %-5s %3s %-9s %-4s %10.2f %8.2f-%-8.2f %9s\n", f[1], f[2], f[3], f[4], f[5], med[order[i]], lo[order[i]], hi[order[i]], speed
+      printf "%-6s %-5s %3s %-9s %-4s %10.2f %8.2f-%-8.2f %9s %8s\n", f[1], f[2], f[3], f[4], f[5], med[order[i]], lo[order[i]], hi[order[i]], speed, median_comm(order[i])
     }
   }' "$csv" | tee "$table"
-echo "(vs mpi: the mpi variant's median time over this one's; >1 is faster. CSV: $csv)"
+echo "(vs mpi: the mpi variant's median time over this one's; >1 is faster. comm s: median of the"
+echo " kernel's \"Comm seconds\", the most any rank spent exchanging, reducing and waiting. CSV: $csv)"
 
 if [ "${PLOT:-1}" != 0 ]; then
   py=

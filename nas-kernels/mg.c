@@ -64,10 +64,17 @@ static void wrap_z(const level_t *l, double *u) {
 
 static armci_hdl_t halo_handles[2];
 static int halo_pending;
+static void halo_moving(const level_t *l, double *u, void **bases);
 
 /* Sends the slab's first plane to the rank below (its upper ghost) and its
  * last plane to the rank above (its lower ghost). */
 static void halo_start(const level_t *l, double *u, void **bases) {
+  const double t0 = nas_wtime();
+  halo_moving(l, u, bases);
+  nas_comm_seconds += nas_wtime() - t0;
+}
+
+static void halo_moving(const level_t *l, double *u, void **bases) {
   const int up = (nas.me + 1) % nas.np, down = (nas.me + nas.np - 1) % nas.np;
   const size_t plane = plane_size(l);
   const int bytes = (int)(plane * sizeof(double));
@@ -96,6 +103,7 @@ static void halo_start(const level_t *l, double *u, void **bases) {
 static void halo_finish(void) {
   if (!halo_pending) return;
   halo_pending = 0;
+  const double t0 = nas_wtime();
   const int up = (nas.me + 1) % nas.np, down = (nas.me + nas.np - 1) % nas.np;
   if (nas.variant == NAS_ARMCI_NB) {
     ARMCI_Wait(&halo_handles[0]);
@@ -105,6 +113,7 @@ static void halo_finish(void) {
   armci_notify(down);
   armci_notify_wait(down, NULL);
   armci_notify_wait(up, NULL);
+  nas_comm_seconds += nas_wtime() - t0;
 }
 
 /* An operator computes interior planes lo..hi (local indices) of its
@@ -467,6 +476,7 @@ int main(int argc, char **argv) {
   zran3(v);
 
   nas_barrier();
+  nas_comm_seconds = 0.0;
   const double t0 = nas_wtime();
   resid(top, top->u, v, top->r, top->rbases);
   norm2u3(top->r, &rnm2, &rnmu);
@@ -477,6 +487,7 @@ int main(int argc, char **argv) {
   }
   norm2u3(top->r, &rnm2, &rnmu);
   double t = nas_wtime() - t0;
+  const double comm = nas_comm_seconds;
   nas_allreduce_max(&t, 1);
 
   const double err = fabs(rnm2 - verify_value) / verify_value;
@@ -490,7 +501,7 @@ int main(int argc, char **argv) {
   const double mops = t > 0 ? 58.0 * nit * (double)nx * nx * nx / t / 1e6 : 0.0;
   char size[48];
   snprintf(size, sizeof size, "%dx%4dx%4d", nx, nx, nx);
-  const int status = nas_report("MG", size, nit, t, mops, ok);
+  const int status = nas_report("MG", size, nit, t, mops, ok, comm);
   for (int k = 1; k <= lt; k++) {
     nas_free(lev[k].u, lev[k].ubases);
     nas_free(lev[k].r, lev[k].rbases);

@@ -15,6 +15,7 @@
 #include <time.h>
 
 nas_run_t nas;
+double nas_comm_seconds;
 
 /* ------------------------------------------------------------ generator */
 
@@ -194,17 +195,17 @@ static void reduce_armci(double *v, int n, reduce_op_t op) {
   for (int r = 1; r < nas.np; r++) combine(v, reduce_slots + round + (size_t)r * NAS_REDUCE_MAX, n, op);
 }
 
-void nas_allreduce_sum(double *v, int n) {
+static void reduce(double *v, int n, reduce_op_t op) {
   if (nas.np == 1) return;
-  if (nas.variant == NAS_MPI) reduce_mpi(v, n, REDUCE_SUM);
-  else reduce_armci(v, n, REDUCE_SUM);
+  const double t0 = nas_wtime();
+  if (nas.variant == NAS_MPI) reduce_mpi(v, n, op);
+  else reduce_armci(v, n, op);
+  nas_comm_seconds += nas_wtime() - t0;
 }
 
-void nas_allreduce_max(double *v, int n) {
-  if (nas.np == 1) return;
-  if (nas.variant == NAS_MPI) reduce_mpi(v, n, REDUCE_MAX);
-  else reduce_armci(v, n, REDUCE_MAX);
-}
+void nas_allreduce_sum(double *v, int n) { reduce(v, n, REDUCE_SUM); }
+
+void nas_allreduce_max(double *v, int n) { reduce(v, n, REDUCE_MAX); }
 
 /* ------------------------------------------------------------- allgather */
 
@@ -212,8 +213,16 @@ static struct {
   int pending;
 } gather;
 
+static void gather_moving(double *buf, void **bases, const long *offs, const long *lens);
+
 void nas_allgather_start(double *buf, void **bases, const long *offs, const long *lens) {
   if (nas.np == 1) return;
+  const double t0 = nas_wtime();
+  gather_moving(buf, bases, offs, lens);
+  nas_comm_seconds += nas_wtime() - t0;
+}
+
+static void gather_moving(double *buf, void **bases, const long *offs, const long *lens) {
   if (nas.variant == NAS_MPI) {
     /* Recursive doubling: after the step with `mask`, this rank holds the
      * parts of the 2*mask ranks of its aligned group, one contiguous range. */
@@ -248,12 +257,14 @@ void nas_allgather_start(double *buf, void **bases, const long *offs, const long
 void nas_allgather_finish(void) {
   if (!gather.pending) return;
   gather.pending = 0;
+  const double t0 = nas_wtime();
   for (int k = 1; k < nas.np; k++) {
     const int r = (nas.me + k) % nas.np;
     ARMCI_Wait(&gather_handles[r]);
     armci_notify(r);
   }
   for (int k = 1; k < nas.np; k++) armci_notify_wait((nas.me + nas.np - k) % nas.np, NULL);
+  nas_comm_seconds += nas_wtime() - t0;
 }
 
 /* ---------------------------------------------------------------- report */
@@ -269,7 +280,8 @@ static void line(const char *key, const char *fmt, ...) {
 }
 
 int nas_report(const char *name, const char *size, int iterations, double seconds, double mops_total,
-               int verified) {
+               int verified, double comm_seconds) {
+  nas_allreduce_max(&comm_seconds, 1);
   if (nas.me == 0) {
     printf("\n\n %s Benchmark Completed.\n", name);
     line("Class", "%c", nas.cls);
@@ -281,6 +293,7 @@ int nas_report(const char *name, const char *size, int iterations, double second
     line("Mop/s/process", "%.2f", mops_total / nas.np);
     line("Operation type", "%s", "floating point");
     line("Variant", "%s", nas_variant_name());
+    line("Comm seconds", "%.2f (largest over the ranks: time in exchanges, reductions, waits)", comm_seconds);
     line("Verification", "%s", verified ? "SUCCESSFUL" : "UNSUCCESSFUL");
     fflush(stdout);
   }

@@ -25,6 +25,10 @@ typedef struct {
 
 extern nas_run_t nas;
 
+/* Seconds this rank spent inside the communication calls (moving data and
+ * waiting for it): what the report's "Comm seconds" line sums. */
+extern double nas_comm_seconds;
+
 /* NPB's linear congruential generator x_{k+1} = a x_k mod 2^46 (46-bit
  * arithmetic in doubles): returns x_{k+1} / 2^46 and updates *x. */
 double randlc(double *x, double a);
@@ -62,8 +66,10 @@ void nas_allreduce_max(double *v, int n);
 void nas_allgather_start(double *buf, void **bases, const long *offs, const long *lens);
 void nas_allgather_finish(void);
 
-/* The NPB report lines; returns the exit status (0 when verified). */
+/* The NPB report lines, plus the variant and the communication time (the
+ * largest over the ranks, of the timed part: call with comm_seconds measured
+ * over it); returns the exit status (0 when verified). Collective. */
 int nas_report(const char *name, const char *size, int iterations, double seconds, double mops_total,
-               int verified);
+               int verified, double comm_seconds);
 
 #endif /* NAS_COMMON_H_ */

@@ -33,6 +33,10 @@ add_runner() {  # the "N passed, M failed" lines of the multi-process runner
 }
 [ -f tests/unit/unit_tests.log ] && add_gtest tests/unit/unit_tests.log
 [ -f tests/mp/run-mp-tests.sh.log ] && add_runner tests/mp/run-mp-tests.sh.log
+# The Fortran programs and the NAS kernels (when configure built them).
+for log in fortran/run-fortran-tests.sh.log nas-kernels/run-nas-tests.sh.log; do
+  [ -f "$log" ] && add_runner "$log"
+done
 if [ -f verbs-vm.log ] && [ "${ARMCI_TEST_VERBS:-1}" != 0 ]; then
   add_gtest verbs-vm.log
   add_runner verbs-vm.log
