@@ -50,5 +50,24 @@ for mode in $modes; do
     done
   done
 done
+
+# Errors reach Fortran callers as they reach C ones: the job ends, non-zero,
+# with the message naming the call, the argument and the rank.
+for case in "error:ARMCI_Error: ft_calls: deliberate error from Fortran (code 7)" "badput:ARMCI_Put: argument 'bytes'"; do
+  name=${case%%:*} expect=${case#*:}
+  log=$(mktemp)
+  env -u ARMCI_SHM -u ARMCI_VNODE_SIZE -u ARMCI_NETWORK \
+    timeout "$job_timeout" "$mpirun" --oversubscribe -np 2 "$bindir/tests/ft_calls" "$name" >"$log" 2>&1
+  rc=$?
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -qF "$expect" "$log" && grep -q "rank 0" "$log"; then
+    echo "PASS ft_calls $name (ends the job: $(grep -m1 -F "$expect" "$log" | cut -c1-100))"
+    passed=$((passed + 1))
+  else
+    echo "FAIL ft_calls $name (exit $rc; expected a message with '$expect')"
+    tail -n 20 "$log" | sed 's/^/  | /'
+    failed=$((failed + 1))
+  fi
+  rm -f "$log"
+done
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -345,7 +345,7 @@ static void offer(cand_t *best, double value, long where, int sign) {
 
 /* NPB's zran3: v = 0 except +1 at the MM largest and -1 at the MM smallest
  * values of NPB's random field over the whole grid. */
-static void zran3(double *z) {
+static void zran3(double *z, void **zbases) {
   const level_t *l = &lev[lt];
   const long n = l->N;
   const double amult = 1220703125.0;
@@ -414,10 +414,9 @@ static void zran3(double *z) {
     }
   }
   /* NPB's comm3 of v: the ghosts of the right-hand side. */
-  op_t op = {NULL, l, l, z, NULL, NULL, vbases, 1, l->L};
   for (int i3 = 1; i3 <= l->L; i3++) wrap_xy(l, z, i3);
   if (l->distributed && nas.np > 1) {
-    halo_start(l, z, op.dst_bases);
+    halo_start(l, z, zbases);
     halo_finish();
   } else {
     wrap_z(l, z);
@@ -468,12 +467,12 @@ int main(int argc, char **argv) {
   /* One untimed V-cycle (page faults, caches), as NPB does, then a fresh
    * start for the timed run. */
   zero(top, top->u);
-  zran3(v);
+  zran3(v, vbases);
   resid(top, top->u, v, top->r, top->rbases);
   mg3p();
   resid(top, top->u, v, top->r, top->rbases);
   zero(top, top->u);
-  zran3(v);
+  zran3(v, vbases);
 
   nas_barrier();
   nas_comm_seconds = 0.0;

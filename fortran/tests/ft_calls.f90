@@ -32,6 +32,9 @@ program ft_calls
   call check(rc == 0 .and. ARMCI_Initialized() == 1, 'ARMCI_Init')
   me = armci_msg_me()
   np = armci_msg_nproc()
+  ! `ft_calls error` / `ft_calls badput`: the job must end with the C
+  ! library's message (run-fortran-tests.sh checks it).
+  if (command_argument_count() > 0) call error_case()
   right = mod(me + 1, np)
   left = mod(me + np - 1, np)
 
@@ -308,6 +311,7 @@ program ft_calls
   call check(ARMCI_Free(ibases(me + 1)) == 0, 'ARMCI_Free ints')
   call check(ARMCI_Free(bases(me + 1)) == 0, 'ARMCI_Free')
   call check(ARMCI_Finalize() == 0, 'ARMCI_Finalize')
+  call ARMCI_Cleanup()
   print '(a,i0)', 'PASS ft_calls rank ', me
 
 contains
@@ -320,6 +324,28 @@ contains
       flush (0)
       call ARMCI_Error('Fortran test check failed' // c_null_char, 1)
     end if
+  end subroutine
+
+  subroutine error_case()
+    character(len=16) :: which
+    real(c_double), target :: one(1)
+    type(c_ptr), allocatable :: eb(:)
+    call get_command_argument(1, which)
+    allocate(eb(np))
+    rc = ARMCI_Malloc(eb, 8_c_long)
+    if (me == 0) then
+      select case (which)
+      case ('error')
+        call ARMCI_Error('ft_calls: deliberate error from Fortran' // c_null_char, 7)
+      case ('badput')
+        rc = ARMCI_Put(c_loc(one), eb(2), -8, 1)
+      end select
+      write (0, '(a)') 'FAIL ft_calls: the error case returned'
+      stop 1
+    end if
+    ! The other ranks wait here; the job ends from rank 0.
+    call ARMCI_Barrier()
+    stop 1
   end subroutine
 
   integer(c_intptr_t) function loc_diff(a, b)
