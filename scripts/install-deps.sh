@@ -6,6 +6,7 @@ packages=(
   build-essential autoconf automake libtool pkg-config
   libpmix-dev libucx-dev ucx-utils libibverbs-dev libtbb-dev libgtest-dev
   openmpi-bin libopenmpi-dev
+  gfortran           # the Fortran module (use armci), its tests and nas-kernels/cg_f
   libarmci-mpi-dev   # the ARMCI-MPI reference the benchmarks compare with
   python3-matplotlib # benchmarks/plot.py: the CSVs as PNG charts (the demo draws one)
 )
