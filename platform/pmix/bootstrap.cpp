@@ -98,7 +98,15 @@ class PmixBootstrap final : public Bootstrap {
       std::memcpy(peer.nspace, me_.nspace, PMIX_MAX_NSLEN + 1);
       peer.rank = static_cast<pmix_rank_t>(r);
       pmix_value_t* got = nullptr;
-      status = PMIx_Get(&peer, key.c_str(), nullptr, 0, &got);
+      // The collecting fence brought every record here; asking the peer's
+      // server instead would wait forever for a peer that died after the
+      // fence (the launcher may keep a job alive after a death).
+      pmix_info_t optional;
+      PMIX_INFO_CONSTRUCT(&optional);
+      bool local_only = true;
+      PMIX_INFO_LOAD(&optional, PMIX_OPTIONAL, &local_only, PMIX_BOOL);
+      status = PMIx_Get(&peer, key.c_str(), &optional, 1, &got);
+      PMIX_INFO_DESTRUCT(&optional);
       if (status != PMIX_SUCCESS) throw pmix_error("PMIx_Get(peer record)", status);
       auto* bytes = reinterpret_cast<const std::byte*>(got->data.bo.bytes);
       all[static_cast<std::size_t>(r)].assign(bytes, bytes + got->data.bo.size);

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "src/core/error.hpp"
+#include "src/core/peer_failure.hpp"
 #include "src/core/record.hpp"
 #include "src/core/segment_names.hpp"
 
@@ -183,6 +184,8 @@ std::vector<void*> Memory::allocate(const char* call, std::size_t bytes) {
   try {
     allocation = collective_allocate(bytes, true);
   } catch (const std::exception& e) {
+    // A peer's death is the likelier cause of a failed exchange: say so.
+    probe_liveness();
     fail(call, "allocating %zu bytes failed: %s", bytes, e.what());
   }
   std::vector<void*> bases(static_cast<std::size_t>(peers_.size()));
@@ -220,6 +223,7 @@ void Memory::release(const char* call, void* my_base) {
   try {
     all = exchange_(std::as_bytes(std::span(&mine, 1)));
   } catch (const std::exception& e) {
+    probe_liveness();
     fail(call, "the exchange between the ranks failed: %s", e.what());
   }
   std::int64_t chosen = -1;

@@ -61,13 +61,14 @@ void probe_liveness() {
                                std::chrono::steady_clock::now().time_since_epoch())
                                .count();
   std::int64_t next = g_next_probe_ns.load(std::memory_order_relaxed);
-  if (now < next || !g_next_probe_ns.compare_exchange_strong(next, now + 50'000'000)) return;
-  std::function<void()> probe;
-  {
-    std::lock_guard guard(g_mutex);
-    probe = g_probe;
+  if (now >= next && g_next_probe_ns.compare_exchange_strong(next, now + 50'000'000)) {
+    std::function<void()> probe;
+    {
+      std::lock_guard guard(g_mutex);
+      probe = g_probe;
+    }
+    if (probe) probe();
   }
-  if (probe) probe();
   check_peers();
 }
 

@@ -13,6 +13,8 @@
 #     ARMCI_Lock for a mutex it holds, or ARMCI_Wait on a get from it, with
 #     shared memory and with UCX: every survivor ends within 30 s with an
 #     error naming the dead rank, none reaches the end.
+#     ARMCI_Error on one rank while the others are in ARMCI_Free: armci:
+#     errors naming ARMCI_Free, no uncaught C++ exception.
 #  3. A rank killed from outside while every rank loops over Malloc/Free:
 #     nothing of the job is left in /dev/shm (or armci_cleanup removes it).
 # The launcher keeps the job running after a death (orte_enable_recovery),
@@ -98,6 +100,22 @@ for mode in shm ucx; do
     elif [ "$nerr" -ne $((np - 1)) ]; then bad "$name" "$nerr of $((np - 1)) survivors named the dead rank"
     else ok "$name ($(grep -oE 'ARMCI_[A-Za-z_]+: ' "$work/err" | sort -u | tr '\n' ' '))"; fi
   done
+done
+
+# ARMCI_Error on one rank while the others are in ARMCI_Free: each survivor
+# ends with an armci: error naming ARMCI_Free (the PMIx exchange failing,
+# or the rank gone), never an uncaught C++ exception.
+for mode in shm ucx; do
+  # shellcheck disable=SC2086
+  job 3 60 ${mode_env[$mode]} -- "$bindir/mp_faults" errorfree
+  rc=$?
+  name="ARMCI_Error on rank 2 while the others are in ARMCI_Free, $mode"
+  nerr=$(grep -cE "^armci: rank [01]: ARMCI_Free: " "$work/err")
+  if [ $rc -ge 124 ]; then bad "$name" "not over within 60 s"
+  elif grep -qE "terminate called|what\(\)" "$work/err"; then bad "$name" "an uncaught exception"
+  elif grep -q "^survived" "$work/out"; then bad "$name" "a survivor got past ARMCI_Free"
+  elif [ "$nerr" -ne 2 ]; then bad "$name" "$nerr of 2 survivors printed an ARMCI_Free error"
+  else ok "$name"; fi
 done
 
 # ------------------------------------------------------------------ 3. killed inside Malloc

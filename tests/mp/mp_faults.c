@@ -14,6 +14,8 @@
  *                 the others wait in ARMCI_Lock
  *   wait          the last rank dies; the others NbGet from its memory and
  *                 ARMCI_Wait, over and over (then a barrier)
+ *   errorfree     the last rank calls ARMCI_Error while the others are in
+ *                 ARMCI_Free
  * Every rank that gets past the fault prints "survived CASE rank R": the
  * script counts that as a failure. With MP_PIDDIR set each rank writes its
  * pid to $MP_PIDDIR/rank.R first.
@@ -83,6 +85,10 @@ int main(int argc, char **argv) {
       MP_CHECK_INT(0, ARMCI_Wait(&h));
     }
     ARMCI_Barrier();
+  } else if (strcmp(c, "errorfree") == 0) {
+    MP_CHECK_INT(0, ARMCI_Malloc(base, 4096));
+    if (me == victim) ARMCI_Error("errorfree: the victim gives up", 3);
+    ARMCI_Free(base[me]);
   } else {
     MP_CHECK(0, "unknown case '%s'", c);
   }
