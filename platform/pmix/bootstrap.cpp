@@ -50,7 +50,23 @@ class PmixBootstrap final : public Bootstrap {
     PMIX_VALUE_RELEASE(value);
     job_id_ = me_.nspace;
   }
-  ~PmixBootstrap() override { PMIx_Finalize(nullptr, 0); }
+  ~PmixBootstrap() override {
+    watcher_ = nullptr;
+    if (handler_id_ >= 0) PMIx_Deregister_event_handler(static_cast<std::size_t>(handler_id_), nullptr, nullptr);
+    PMIx_Finalize(nullptr, 0);
+  }
+
+  void watch_peers(PeerFailure on_failure) override {
+    on_failure_ = std::move(on_failure);
+    watcher_ = this;
+    // Every code: which ones a launcher sends for a death differs (PRRTE:
+    // PMIX_EVENT_PROC_TERMINATED, ORTE with recovery: PMIX_ERR_PROC_ABORTED_BY_SIG...);
+    // the handler picks out those that mean a process of this job is gone.
+    std::atomic<int> outcome{kRegistering};
+    PMIx_Register_event_handler(nullptr, 0, nullptr, 0, on_event, on_registered, &outcome);
+    while (outcome.load() == kRegistering) sched_yield();
+    if (outcome.load() >= 0) handler_id_ = outcome.load();
+  }
 
   int rank() const override { return static_cast<int>(me_.rank); }
   int size() const override { return size_; }
@@ -82,7 +98,15 @@ class PmixBootstrap final : public Bootstrap {
       std::memcpy(peer.nspace, me_.nspace, PMIX_MAX_NSLEN + 1);
       peer.rank = static_cast<pmix_rank_t>(r);
       pmix_value_t* got = nullptr;
-      status = PMIx_Get(&peer, key.c_str(), nullptr, 0, &got);
+      // The collecting fence brought every record here; asking the peer's
+      // server instead would wait forever for a peer that died after the
+      // fence (the launcher may keep a job alive after a death).
+      pmix_info_t optional;
+      PMIX_INFO_CONSTRUCT(&optional);
+      bool local_only = true;
+      PMIX_INFO_LOAD(&optional, PMIX_OPTIONAL, &local_only, PMIX_BOOL);
+      status = PMIx_Get(&peer, key.c_str(), &optional, 1, &got);
+      PMIX_INFO_DESTRUCT(&optional);
       if (status != PMIX_SUCCESS) throw pmix_error("PMIx_Get(peer record)", status);
       auto* bytes = reinterpret_cast<const std::byte*>(got->data.bo.bytes);
       all[static_cast<std::size_t>(r)].assign(bytes, bytes + got->data.bo.size);
@@ -118,6 +142,54 @@ class PmixBootstrap final : public Bootstrap {
     if (outcome.load() != PMIX_SUCCESS) throw pmix_error("PMIx_Fence", outcome.load());
   }
 
+  static constexpr int kRegistering = INT_MIN;
+  static PmixBootstrap* watcher_;
+
+  static void on_registered(pmix_status_t status, std::size_t id, void* data) {
+    static_cast<std::atomic<int>*>(data)->store(status == PMIX_SUCCESS ? static_cast<int>(id) : -1);
+  }
+
+  static bool means_death(pmix_status_t status) {
+    switch (status) {
+      case PMIX_PROC_TERMINATED:
+      case PMIX_EVENT_PROC_TERMINATED:
+      case PMIX_ERR_PROC_ABORTED_BY_SIG:
+      case PMIX_ERR_PROC_KILLED_BY_CMD:
+      case PMIX_ERR_PROC_REQUESTED_ABORT:
+      case PMIX_ERR_PROC_TERM_WO_SYNC:
+      case PMIX_ERR_PROC_ABORTED:
+      case PMIX_ERR_LOST_CONNECTION:
+      case PMIX_ERR_UNREACH:
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  static void on_event(std::size_t, pmix_status_t status, const pmix_proc_t* source, pmix_info_t info[],
+                       std::size_t ninfo, pmix_info_t*, std::size_t, pmix_event_notification_cbfunc_fn_t cbfunc,
+                       void* cbdata) {
+    PmixBootstrap* self = watcher_;
+    if (self != nullptr && means_death(status)) {
+      // The process concerned: the affected proc when the event names one,
+      // else its source.
+      const pmix_proc_t* proc = source;
+      for (std::size_t i = 0; i < ninfo; ++i)
+        if (PMIX_CHECK_KEY(&info[i], PMIX_EVENT_AFFECTED_PROC) && info[i].value.type == PMIX_PROC)
+          proc = info[i].value.data.proc;
+      const bool lost_launcher = status == PMIX_ERR_LOST_CONNECTION || status == PMIX_ERR_UNREACH;
+      const bool ours = proc != nullptr && PMIX_CHECK_NSPACE(proc->nspace, self->me_.nspace) &&
+                        proc->rank != PMIX_RANK_WILDCARD && proc->rank != self->me_.rank &&
+                        proc->rank < static_cast<pmix_rank_t>(self->size_);
+      const std::string why = std::string("PMIx event ") + PMIx_Error_string(status);
+      if (ours) self->on_failure_(static_cast<int>(proc->rank), why.c_str());
+      else if (lost_launcher) self->on_failure_(-1, why.c_str());
+    }
+    if (cbfunc != nullptr) cbfunc(PMIX_EVENT_ACTION_COMPLETE, nullptr, 0, nullptr, nullptr, cbdata);
+  }
+
+  PeerFailure on_failure_;
+  int handler_id_ = -1;
   pmix_proc_t me_{};
   pmix_proc_t everyone_{};
   int size_ = 1;
@@ -126,6 +198,8 @@ class PmixBootstrap final : public Bootstrap {
 };
 
 }  // namespace
+
+PmixBootstrap* PmixBootstrap::watcher_ = nullptr;
 
 std::unique_ptr<Bootstrap> Bootstrap::create() {
   // A PMIx launcher (mpirun, prterun, srun --mpi=pmix) names the server in

@@ -27,6 +27,12 @@ class Bootstrap {
   // Collective synchronisation without data.
   virtual void fence() = 0;
 
+  // Calls on_failure(rank, why) from the launcher's event thread when the
+  // launcher reports that a process of this job ended or failed (rank -1:
+  // the connection to the launcher itself is lost). Nothing for a singleton.
+  using PeerFailure = std::function<void(int rank, const char* why)>;
+  virtual void watch_peers(PeerFailure on_failure) {}
+
   // Called over and over while a collective waits for the others, so this
   // process keeps serving the network (a peer may need our answer to finish
   // what it must do before it joins the collective).

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -28,6 +29,18 @@ void* map_descriptor(int fd, std::size_t bytes, const std::string& name) {
 }
 }  // namespace
 
+std::size_t shm_space_left() {
+  struct statvfs fs;
+  if (statvfs("/dev/shm", &fs) != 0) return 0;
+  return static_cast<std::size_t>(fs.f_bavail) * fs.f_frsize;
+}
+
+ShmSpaceError::ShmSpaceError(std::size_t asked, std::size_t left)
+    : std::runtime_error("/dev/shm has " + std::to_string(left) + " bytes free, " + std::to_string(asked) +
+                         " asked"),
+      asked_(asked),
+      left_(left) {}
+
 SharedSegment& SharedSegment::operator=(SharedSegment&& other) noexcept {
   if (this != &other) {
     release();
@@ -52,7 +65,16 @@ SharedSegment SharedSegment::create(const std::string& name, std::size_t bytes) 
     close(fd);
     shm_unlink(name.c_str());
     errno = saved;
-    throw system_error("ftruncate (is /dev/shm large enough?)", name);
+    throw system_error("ftruncate", name);
+  }
+  // tmpfs hands out pages on first touch: without reserving them now, a full
+  // /dev/shm is a SIGBUS at some later write instead of an error here.
+  if (int error = posix_fallocate(fd, 0, static_cast<off_t>(segment.size_)); error != 0) {
+    close(fd);
+    shm_unlink(name.c_str());
+    if (error == ENOSPC) throw ShmSpaceError(segment.size_, shm_space_left());
+    errno = error;
+    throw system_error("posix_fallocate", name);
   }
   try {
     segment.address_ = map_descriptor(fd, segment.size_, name);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <stdexcept>
 #include <string>
 
 namespace armci::platform {
@@ -17,7 +18,8 @@ class SharedSegment {
   SharedSegment& operator=(SharedSegment&& other) noexcept;
   ~SharedSegment() { release(); }
 
-  // Creates and maps a zero-filled segment of `bytes` (rounded up to pages).
+  // Creates and maps a zero-filled segment of `bytes` (rounded up to pages),
+  // its pages reserved (ShmSpaceError when /dev/shm lacks the room).
   static SharedSegment create(const std::string& name, std::size_t bytes);
   // Maps a segment a neighbour created.
   static SharedSegment attach(const std::string& name, std::size_t bytes);
@@ -44,6 +46,21 @@ class SharedSegment {
   bool owner_linked_ = false;
   bool borrowed_ = false;
 };
+
+// create() found too little room in /dev/shm for the segment's pages.
+class ShmSpaceError : public std::runtime_error {
+ public:
+  ShmSpaceError(std::size_t asked, std::size_t left);
+  std::size_t asked() const { return asked_; }
+  std::size_t left() const { return left_; }
+
+ private:
+  std::size_t asked_;
+  std::size_t left_;
+};
+
+// Bytes an unprivileged process may still place in /dev/shm (0 if unknown).
+std::size_t shm_space_left();
 
 // Page-rounded size.
 std::size_t page_round(std::size_t bytes);

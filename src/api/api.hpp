@@ -12,6 +12,7 @@
 #include "include/armci.h"
 #include "src/core/acc.hpp"
 #include "src/core/error.hpp"
+#include "src/core/peer_failure.hpp"
 #include "src/core/runtime.hpp"
 #include "src/core/strided.hpp"
 
@@ -42,6 +43,13 @@ inline Runtime& runtime(const char* call) {
   Runtime* r = Runtime::get();
   if (r == nullptr) [[unlikely]]
     not_initialised(call);
+  set_current_call(call);
+  // A dead peer's memory is gone from the job, over shared memory too:
+  // calls that never wait (same-node copies) still look now and then.
+  static thread_local unsigned calls = 0;
+  if ((++calls & 1023) == 0) [[unlikely]]
+    probe_liveness();
+  check_peers();
   return *r;
 }
 

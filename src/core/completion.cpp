@@ -1,8 +1,10 @@
 #include "src/core/completion.hpp"
 
 #include <atomic>
+#include <cstring>
 
 #include "src/core/error.hpp"
+#include "src/core/peer_failure.hpp"
 
 namespace armci {
 
@@ -18,7 +20,12 @@ void Completions::network_failed(const char* call, int error) {
   const std::string text = progress_.has_network()
                                ? progress_.with_network([&](platform::Network& net) { return net.error_string(error); })
                                : std::string("?");
-  fail(call, "the network layer reported: %s", text.c_str());
+  // Named after the user's call: `call` may be an internal step of it (the
+  // fence that orders a Put after earlier ones).
+  const char* user_call = current_call();
+  if (std::strcmp(user_call, call) == 0)
+    fail(user_call, "the network layer reported: %s", text.c_str());
+  fail(user_call, "the network layer reported: %s (in %s)", text.c_str(), call);
 }
 
 void Completions::order_after_puts(int proc, bool full_flush) {

@@ -5,6 +5,9 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
+
+#include "src/core/peer_failure.hpp"
 
 namespace armci {
 namespace {
@@ -23,6 +26,22 @@ void terminate_job(int code) {
   // _exit: atexit handlers of a half-initialised runtime (MPI, UCX) may hang;
   // the launcher sees the non-zero status and ends the other ranks.
   _exit(code == 0 ? 1 : (code & 0xff ? code & 0xff : 1));
+}
+
+void install_terminate_handler() {
+  // An exception nothing caught (a failed PMIx fence under ARMCI_Free, a
+  // network error thrown in the helper thread) still ends as an armci:
+  // error naming the call, and the shared-memory names still go.
+  std::set_terminate([] {
+    const char* what = "unknown exception";
+    try {
+      if (auto e = std::current_exception()) std::rethrow_exception(e);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    fail(current_call(), "%s", what);
+  });
 }
 
 void fail(const char* call, const char* format, ...) {

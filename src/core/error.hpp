@@ -19,4 +19,7 @@ void set_cleanup_hook(void (*hook)());
 
 [[noreturn]] void terminate_job(int code);
 
+// Uncaught exceptions end the job through fail(), naming the current call.
+void install_terminate_handler();
+
 }  // namespace armci

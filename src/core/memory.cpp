@@ -1,11 +1,15 @@
 #include "src/core/memory.hpp"
 
+#include <sys/mman.h>
+
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
 
 #include "src/core/error.hpp"
+#include "src/core/peer_failure.hpp"
 #include "src/core/record.hpp"
+#include "src/core/segment_names.hpp"
 
 namespace armci {
 
@@ -43,8 +47,12 @@ std::byte* Allocation::local(const Peers& peers, int proc) const {
   return nullptr;
 }
 
-Memory::Memory(const Peers& peers, Progress& progress, Exchange exchange, std::string job_tag)
-    : peers_(peers), progress_(progress), exchange_(std::move(exchange)), job_tag_(std::move(job_tag)) {
+Memory::Memory(const Peers& peers, Progress& progress, Exchange exchange, std::string job_tag, std::vector<long> pids)
+    : peers_(peers),
+      progress_(progress),
+      exchange_(std::move(exchange)),
+      job_tag_(std::move(job_tag)),
+      pids_(std::move(pids)) {
   regions_.resize(peers_.size());
 }
 
@@ -56,8 +64,15 @@ void Memory::region_missing(const char* call, const char* argument, int proc, co
        bytes, proc);
 }
 
+std::string Memory::shm_space_message(const platform::ShmSpaceError& e) const {
+  return "rank " + std::to_string(peers_.rank()) + " could not reserve " + std::to_string(e.asked()) +
+         " bytes of shared memory: /dev/shm has " + std::to_string(e.left()) +
+         " bytes free (make /dev/shm larger, e.g. docker run --shm-size, or set ARMCI_SHM=0 so that "
+         "ARMCI_Malloc memory comes from the network layer instead)";
+}
+
 std::string Memory::segment_name(int proc, std::uint64_t id) const {
-  return "/armci-" + job_tag_ + "-" + std::to_string(proc) + "-" + std::to_string(id);
+  return segment_names::name(job_tag_, pids_[static_cast<std::size_t>(proc)], proc, id);
 }
 
 // ------------------------------------------------------------------ collective allocations
@@ -65,11 +80,22 @@ std::string Memory::segment_name(int proc, std::uint64_t id) const {
 std::unique_ptr<Allocation> Memory::collective_allocate(std::size_t bytes, bool synchronise) {
   auto allocation = std::make_unique<Allocation>();
   allocation->id = next_allocation_++;
+  allocating_ = allocation->id;
   const bool network = progress_.has_network();
-  if (bytes > 0) {
-    if (peers_.neighbours_share_memory()) {
+  // A rank that cannot make its part says why in its record, so every rank
+  // fails the same call (none returns memory a neighbour never got) and
+  // what the others made goes with their unwinding.
+  std::string failure;
+  if (bytes > 0 && peers_.neighbours_share_memory()) {
+    try {
       allocation->own = platform::SharedSegment::create(segment_name(peers_.rank(), allocation->id), bytes);
-    } else if (void* memory = network ? progress_.with_network([&](platform::Network& net) {
+    } catch (const platform::ShmSpaceError& e) {
+      failure = shm_space_message(e);
+    } catch (const std::exception& e) {
+      failure = "rank " + std::to_string(peers_.rank()) + " could not make its shared segment: " + e.what();
+    }
+  } else if (bytes > 0) {
+    if (void* memory = network ? progress_.with_network([&](platform::Network& net) {
                  return net.allocate_memory(platform::page_round(bytes), allocation->registration);
                })
                                       : nullptr) {
@@ -81,6 +107,7 @@ std::unique_ptr<Allocation> Memory::collective_allocate(std::size_t bytes, bool 
     }
   }
   RecordWriter record;
+  record.add_bytes(std::as_bytes(std::span(failure.data(), failure.size())));
   record.add<std::uint64_t>(reinterpret_cast<std::uintptr_t>(allocation->own.address()));
   record.add<std::uint64_t>(bytes);
   std::vector<std::byte> packed;
@@ -95,6 +122,18 @@ std::unique_ptr<Allocation> Memory::collective_allocate(std::size_t bytes, bool 
   record.add_bytes(packed);
   auto records = exchange_(record.bytes);
 
+  std::string failures;
+  for (const auto& theirs : records) {
+    auto text = RecordReader(theirs).take_bytes();
+    if (text.empty()) continue;
+    if (!failures.empty()) failures += "; ";
+    failures.append(reinterpret_cast<const char*>(text.data()), text.size());
+  }
+  if (!failures.empty()) {
+    free_allocation(*allocation);
+    throw std::runtime_error(failures);
+  }
+
   const auto n = static_cast<std::size_t>(peers_.size());
   allocation->bases.assign(n, 0);
   allocation->sizes.assign(n, 0);
@@ -103,6 +142,7 @@ std::unique_ptr<Allocation> Memory::collective_allocate(std::size_t bytes, bool 
   for (int r = 0; r < peers_.size(); ++r) {
     const auto i = static_cast<std::size_t>(r);
     RecordReader in(records[i]);
+    in.take_bytes();  // no failure: checked above
     allocation->bases[i] = in.take<std::uint64_t>();
     allocation->sizes[i] = in.take<std::uint64_t>();
     auto key = in.take_bytes();
@@ -120,6 +160,7 @@ std::unique_ptr<Allocation> Memory::collective_allocate(std::size_t bytes, bool 
     barrier_();
     allocation->own.unlink();
   }
+  allocating_ = 0;
   return allocation;
 }
 
@@ -143,6 +184,8 @@ std::vector<void*> Memory::allocate(const char* call, std::size_t bytes) {
   try {
     allocation = collective_allocate(bytes, true);
   } catch (const std::exception& e) {
+    // A peer's death is the likelier cause of a failed exchange: say so.
+    probe_liveness();
     fail(call, "allocating %zu bytes failed: %s", bytes, e.what());
   }
   std::vector<void*> bases(static_cast<std::size_t>(peers_.size()));
@@ -176,7 +219,13 @@ void Memory::release(const char* call, void* my_base) {
       fail(call, "argument 'ptr' (%p) is not the base of a live ARMCI_Malloc allocation", my_base);
     mine = static_cast<std::int64_t>(found->second);
   }
-  auto all = exchange_(std::as_bytes(std::span(&mine, 1)));
+  std::vector<std::vector<std::byte>> all;
+  try {
+    all = exchange_(std::as_bytes(std::span(&mine, 1)));
+  } catch (const std::exception& e) {
+    probe_liveness();
+    fail(call, "the exchange between the ranks failed: %s", e.what());
+  }
   std::int64_t chosen = -1;
   for (int r = 0; r < peers_.size(); ++r) {
     std::int64_t theirs;
@@ -237,6 +286,13 @@ void Memory::free_control_blocks() {
 void Memory::cleanup_names() {
   if (control_) control_->own.unlink();
   for (auto& [id, allocation] : allocations_) allocation->own.unlink();
+  // An allocation cut short (a neighbour died inside it, or this rank is
+  // failing in it): its names, this rank's and every same-host rank's, go
+  // too, since a dead neighbour cannot remove its own.
+  if (allocating_ != 0 && peers_.neighbours_share_memory())
+    for (int r = 0; r < peers_.size(); ++r)
+      if (peers_.kind(r) == PeerKind::self || peers_.kind(r) == PeerKind::shared_memory)
+        shm_unlink(segment_name(r, allocating_).c_str());
 }
 
 }  // namespace armci

@@ -74,7 +74,8 @@ class Memory {
   // job_tag names this job's shared segments. With a network, every rank's
   // part gets a remote key, self's and neighbours' too (network atomics
   // reach every rank through the layer).
-  Memory(const Peers& peers, Progress& progress, Exchange exchange, std::string job_tag);
+  // pids: every rank's process id (segment names carry their creator's).
+  Memory(const Peers& peers, Progress& progress, Exchange exchange, std::string job_tag, std::vector<long> pids);
   ~Memory();
   Memory(const Memory&) = delete;
   Memory& operator=(const Memory&) = delete;
@@ -150,11 +151,16 @@ class Memory {
   [[noreturn]] static void region_missing(const char* call, const char* argument, int proc, const void* address,
                                           std::size_t bytes);
   std::string segment_name(int proc, std::uint64_t id) const;
+  std::string shm_space_message(const platform::ShmSpaceError& e) const;
 
   const Peers& peers_;
   Progress& progress_;
   Exchange exchange_;
   std::string job_tag_;
+  std::vector<long> pids_;
+  // The allocation being made (named in /dev/shm, not yet in allocations_):
+  // an error on the way still removes its names.
+  std::uint64_t allocating_ = 0;
   std::function<void()> barrier_;
 
   RegionTable regions_;

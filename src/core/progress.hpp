@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "platform/network.hpp"
+#include "src/core/peer_failure.hpp"
 #include "src/core/settings.hpp"
 
 namespace armci {
@@ -98,12 +99,18 @@ class Progress {
     network_->progress();
     advance_background();
   }
+  // Every wait on other ranks comes through here, so a dead peer ends it
+  // (peer_failure.hpp) instead of hanging.
   template <typename Done>
   void until(Done done) {
     Backoff backoff;
+    unsigned rounds = 0;
     while (!done()) {
       progress();
-      if (!done()) backoff.pause();
+      if (done()) break;
+      check_peers();
+      if ((++rounds & 255) == 0) probe_liveness();
+      backoff.pause();
     }
   }
 

@@ -9,6 +9,8 @@
 
 #include "platform/network_factory.hpp"
 #include "src/core/error.hpp"
+#include "src/core/peer_failure.hpp"
+#include "src/core/segment_names.hpp"
 #include "src/core/record.hpp"
 
 namespace armci {
@@ -23,19 +25,13 @@ std::string hostname() {
   return name;
 }
 
-std::string short_hash(const std::string& text) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-  char out[17];
-  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
-  return out;
-}
-
 }  // namespace
 
 // ------------------------------------------------------------------ start-up
 
 void Runtime::initialize() {
+  install_terminate_handler();
+  set_current_call("ARMCI_Init");
   auto* runtime = new Runtime();
   instance_ = runtime;
   try {
@@ -70,27 +66,54 @@ void Runtime::start_up() {
   set_error_rank(rank);
 
   // Everyone's host and network address, in one exchange.
-  if (size > 1) network_ = platform::make_network(to_string(settings_.network), rank, size);
+  // A job whose ranks all share memory needs no network layer, so one that
+  // cannot start (UCX with a /dev/shm too small for its own segments, say)
+  // is an error only once some rank turns out to be on another node.
+  std::string network_failure;
+  if (size > 1) {
+    try {
+      network_ = platform::make_network(to_string(settings_.network), rank, size);
+    } catch (const std::exception& e) {
+      network_failure = e.what();
+    }
+  }
   RecordWriter record;
   const std::string host = hostname();
   record.add_bytes(std::as_bytes(std::span(host.data(), host.size())));
   std::vector<std::byte> address;
   if (network_) address = network_->local_address();
   record.add_bytes(address);
+  record.add<std::int64_t>(getpid());
   auto records = bootstrap_->allgather(record.bytes);
   std::vector<std::string> hosts(static_cast<std::size_t>(size));
   std::vector<std::vector<std::byte>> addresses(static_cast<std::size_t>(size));
+  std::vector<long> pids(static_cast<std::size_t>(size));
   for (int r = 0; r < size; ++r) {
     RecordReader in(records[static_cast<std::size_t>(r)]);
     auto h = in.take_bytes();
     hosts[static_cast<std::size_t>(r)].assign(reinterpret_cast<const char*>(h.data()), h.size());
     addresses[static_cast<std::size_t>(r)] = in.take_bytes();
+    pids[static_cast<std::size_t>(r)] = static_cast<long>(in.take<std::int64_t>());
   }
+  // A dead peer must end our waits, whoever notices first: the launcher's
+  // events, or (same host) its process being gone.
+  std::vector<pid_t> neighbour_pids(static_cast<std::size_t>(size), 0);
+  for (int r = 0; r < size; ++r)
+    if (r != rank && hosts[static_cast<std::size_t>(r)] == host)
+      neighbour_pids[static_cast<std::size_t>(r)] = static_cast<pid_t>(pids[static_cast<std::size_t>(r)]);
+  neighbours_alive_ = std::make_unique<platform::ProcessWatch>(neighbour_pids);
+  set_liveness_probe([watch = neighbours_alive_.get()] {
+    for (int dead : watch->exited_ranks()) note_peer_failure(dead, "its process has exited");
+  });
+  bootstrap_->watch_peers([](int dead, const char* why) { note_peer_failure(dead, why); });
   peers_ = std::make_unique<Peers>(rank, std::move(hosts), settings_.vnode_size, settings_.shared_memory);
 
   // Every address stays, self and neighbours included: with network peers,
   // Rmw and mutexes reach every rank through the network layer.
   if (peers_->has_network_peers()) {
+    if (!network_ && !network_failure.empty())
+      fail("ARMCI_Init", "ranks on other nodes need the network layer, which did not start: %s",
+           network_failure.c_str());
     if (!network_)
       fail("ARMCI_Init", "ranks on other nodes need a network layer, and this build has none "
                          "(configure with UCX)");
@@ -102,11 +125,14 @@ void Runtime::start_up() {
   // The parts, each handed the others it uses. Message kinds are registered
   // as the parts are made: the same order at every rank.
   progress_ = std::make_unique<Progress>(settings_, rank, network_.get());
-  if (network_) bootstrap_->set_progress([this] { progress_->progress(); });
+  bootstrap_->set_progress([this] {
+    if (network_) progress_->progress();
+    probe_liveness();
+  });
   messages_ = std::make_unique<Messages>(*progress_, size);
   memory_ = std::make_unique<Memory>(
       *peers_, *progress_, [this](std::span<const std::byte> mine) { return bootstrap_->allgather(mine); },
-      short_hash(bootstrap_->job_id()));
+      segment_names::job_tag(bootstrap_->job_id()), std::move(pids));
   completions_ = std::make_unique<Completions>(*peers_, *progress_, *messages_, settings_);
   vector_messages_ = std::make_unique<VectorMessages>(*progress_, *messages_, *memory_, *completions_, settings_);
   completions_->set_send_batches(

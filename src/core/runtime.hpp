@@ -18,6 +18,8 @@
 // other through the references the runtime hands them, never through it.
 #pragma once
 
+#include "platform/shm/liveness.hpp"
+
 #include <cstddef>
 #include <memory>
 #include <vector>
@@ -93,6 +95,7 @@ class Runtime {
   std::unique_ptr<HostAssisted> host_;
   std::unique_ptr<Transfers> transfers_;
   std::unique_ptr<Sync> sync_;
+  std::unique_ptr<platform::ProcessWatch> neighbours_alive_;  // same-host peers' processes
 };
 
 }  // namespace armci

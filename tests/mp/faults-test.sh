@@ -1,0 +1,153 @@
+#!/bin/bash
+# faults-test.sh: fault cases that need their own set-up (make check runs it
+# from the build directory; MP_BINDIR, MP_MPIRUN override the paths).
+#
+#  1. /dev/shm too small: in a private mount namespace (unshare -m) with an
+#     8 MiB tmpfs on /dev/shm, ARMCI_Malloc of more than fits must fail on
+#     every rank with an armci: error naming ARMCI_Malloc, the size asked,
+#     the space left and the setting to change; a job where only some ranks
+#     fit must fail on all of them; an allocation that fits must work; a
+#     shared-memory-only job must start in a 1 MiB /dev/shm (no network
+#     layer shared memory needed); /dev/shm must be empty afterwards.
+#  2. A rank killed (SIGKILL) while the others are in ARMCI_Barrier, wait in
+#     ARMCI_Lock for a mutex it holds, or ARMCI_Wait on a get from it, with
+#     shared memory and with UCX: every survivor ends within 30 s with an
+#     error naming the dead rank, none reaches the end.
+#     ARMCI_Error on one rank while the others are in ARMCI_Free: armci:
+#     errors naming ARMCI_Free, no uncaught C++ exception.
+#  3. A rank killed from outside while every rank loops over Malloc/Free:
+#     nothing of the job is left in /dev/shm (or armci_cleanup removes it).
+# The launcher keeps the job running after a death (orte_enable_recovery),
+# so what ends the survivors is the library's own detection.
+set -u
+bindir=${MP_BINDIR:-$PWD/tests/mp}
+tooldir=${MP_TOOLDIR:-$PWD/tools}
+mpirun=${MP_MPIRUN:-$(command -v mpirun)}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+passed=0 failed=0
+ok() { echo "PASS $1"; passed=$((passed + 1)); }
+bad() {
+  echo "FAIL $1: $2"
+  failed=$((failed + 1))
+  [ -f "$work/err" ] && tail -n 12 "$work/err" | sed 's/^/  | /'
+}
+
+# job NP SECONDS [VAR=VALUE...] -- ARGS: one mpirun job, output in $work/out, $work/err.
+job() {
+  local np=$1 secs=$2
+  shift 2
+  local -a xs=()
+  while [ "$1" != "--" ]; do xs+=(-x "$1"); shift; done
+  shift
+  local -a recovery=(--mca orte_enable_recovery 1)
+  [ "${NO_RECOVERY:-}" = 1 ] && recovery=()
+  timeout -k 5 "$secs" "$mpirun" --oversubscribe "${recovery[@]}" -np "$np" "${xs[@]}" "$@" \
+    >"$work/out" 2>"$work/err" </dev/null
+}
+
+# ------------------------------------------------------------------ 1. /dev/shm too small
+shm_case() {  # runs inside the private namespace: MiB, then the job's arguments
+  mount -t tmpfs -o "size=$1m" tmpfs /dev/shm || exit 90
+  shift
+  "$@"
+  local rc=$?
+  ls -A /dev/shm >"$work/left"
+  exit $rc
+}
+export -f shm_case job
+export work mpirun bindir
+if ! unshare -m true 2>/dev/null; then
+  bad "shm-full" "unshare -m is not permitted here (needs root or user namespaces); cannot test a full /dev/shm"
+else
+  for np in 2 4; do
+    # 4 ranks x 3 MiB: the first ranks fit in 8 MiB, the last do not.
+    kib=$((np == 2 ? 16384 : 3072))
+    # With recovery, so that the launcher does not end the other ranks
+    # before they print (and its exit status is 0 then: the lines count).
+    unshare -m bash -c "shm_case 8 job $np 60 ARMCI_SHM=1 -- $bindir/mp_faults alloc 256 $kib"
+    rc=$?
+    name="shm-full np=$np (${kib} KiB per rank in an 8 MiB /dev/shm)"
+    nerr=$(grep -c "ARMCI_Malloc: allocating $((kib * 1024)) bytes failed: rank [0-9]* could not reserve" "$work/err")
+    if [ $rc -ge 124 ]; then bad "$name" "not over within 60 s"
+    elif grep -q "^PASS" "$work/out"; then bad "$name" "a rank ended normally"
+    elif [ "$(grep -c '^allocated 256 KiB' "$work/out")" -ne $np ]; then bad "$name" "the allocation that fits failed"
+    elif grep -q "^allocated $kib KiB" "$work/out"; then bad "$name" "a rank returned from the failed ARMCI_Malloc"
+    elif [ "$nerr" -ne $np ]; then bad "$name" "$nerr of $np ranks printed the ARMCI_Malloc error"
+    elif ! grep -q "bytes free" "$work/err" || ! grep -q "ARMCI_SHM=0" "$work/err"; then
+      bad "$name" "the error does not give the space left and the setting"
+    elif [ -s "$work/left" ]; then bad "$name" "left in /dev/shm: $(tr '\n' ' ' <"$work/left")"
+    else ok "$name"; fi
+  done
+  NO_RECOVERY=1 unshare -m bash -c "shm_case 1 job 3 60 ARMCI_SHM=1 -- $bindir/mp_faults alloc 64"
+  rc=$?
+  name="shm-only job in a 1 MiB /dev/shm"
+  if [ $rc -ne 0 ] || [ "$(grep -c '^PASS mp_faults' "$work/out")" -ne 3 ]; then bad "$name" "exit status $rc"
+  elif [ -s "$work/left" ]; then bad "$name" "left in /dev/shm: $(tr '\n' ' ' <"$work/left")"
+  else ok "$name"; fi
+fi
+
+# ------------------------------------------------------------------ 2. a rank dies
+declare -A mode_env=([shm]="ARMCI_SHM=1" [ucx]="ARMCI_SHM=0 ARMCI_VNODE_SIZE=1 ARMCI_NETWORK=ucx")
+for mode in shm ucx; do
+  for c in barrier lock wait; do
+    np=3
+    # shellcheck disable=SC2086
+    job $np 60 ${mode_env[$mode]} -- "$bindir/mp_faults" "$c"
+    rc=$?
+    name="rank $((np - 1)) killed, survivors in $c, $mode"
+    nerr=$(grep -cE "^armci: rank [0-9]+: ARMCI_[A-Za-z_]+: .*rank $((np - 1)) died" "$work/err")
+    if [ $rc -ge 124 ]; then bad "$name" "not over within 60 s (exit status $rc)"
+    elif grep -q "^survived" "$work/out"; then bad "$name" "a survivor got past the death"
+    elif [ "$nerr" -ne $((np - 1)) ]; then bad "$name" "$nerr of $((np - 1)) survivors named the dead rank"
+    else ok "$name ($(grep -oE 'ARMCI_[A-Za-z_]+: ' "$work/err" | sort -u | tr '\n' ' '))"; fi
+  done
+done
+
+# ARMCI_Error on one rank while the others are in ARMCI_Free: each survivor
+# ends with an armci: error naming ARMCI_Free (the PMIx exchange failing,
+# or the rank gone), never an uncaught C++ exception.
+for mode in shm ucx; do
+  # shellcheck disable=SC2086
+  job 3 60 ${mode_env[$mode]} -- "$bindir/mp_faults" errorfree
+  rc=$?
+  name="ARMCI_Error on rank 2 while the others are in ARMCI_Free, $mode"
+  nerr=$(grep -cE "^armci: rank [01]: ARMCI_Free: " "$work/err")
+  if [ $rc -ge 124 ]; then bad "$name" "not over within 60 s"
+  elif grep -qE "terminate called|what\(\)" "$work/err"; then bad "$name" "an uncaught exception"
+  elif grep -q "^survived" "$work/out"; then bad "$name" "a survivor got past ARMCI_Free"
+  elif [ "$nerr" -ne 2 ]; then bad "$name" "$nerr of 2 survivors printed an ARMCI_Free error"
+  else ok "$name"; fi
+done
+
+# ------------------------------------------------------------------ 3. killed inside Malloc
+mkdir -p "$work/pids"
+for round in 1 2 3; do
+  rm -f "$work/pids"/*
+  job 3 60 ARMCI_SHM=1 MP_PIDDIR="$work/pids" -- "$bindir/mp_faults" mallocloop 100000 &
+  launcher=$!
+  for _ in $(seq 100); do [ -s "$work/pids/rank.1" ] && break; sleep 0.1; done
+  victim=$(cat "$work/pids/rank.1" 2>/dev/null)
+  # Somewhere inside the loop: most of a round is Malloc's exchange and barrier.
+  sleep "0.$((RANDOM % 5))"
+  [ -n "$victim" ] && kill -9 "$victim"
+  wait $launcher
+  rc=$?
+  pids=$(cat "$work/pids"/rank.* 2>/dev/null | tr '\n' '|')
+  left=$(ls /dev/shm | grep -E "^armci-[0-9a-f]{16}-(${pids%|})-" || true)
+  name="rank 1 killed in a Malloc/Free loop (round $round)"
+  if [ -z "$victim" ]; then bad "$name" "rank 1 never started"
+  elif [ $rc -ge 124 ]; then bad "$name" "not over within 60 s"
+  elif [ -n "$left" ]; then
+    # What a rank killed between making its segment and the others mapping
+    # it leaves: armci_cleanup must remove it.
+    "$tooldir/armci_cleanup" >/dev/null
+    left=$(ls /dev/shm | grep -E "^armci-[0-9a-f]{16}-(${pids%|})-" || true)
+    if [ -n "$left" ]; then bad "$name" "left in /dev/shm even after armci_cleanup: $left"
+    else ok "$name (armci_cleanup removed what the killed rank left)"; fi
+  else ok "$name"; fi
+done
+
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]
