@@ -47,16 +47,7 @@ const char* to_string(ProtocolChoice choice) {
     case ProtocolChoice::automatic: return "auto";
     case ProtocolChoice::direct: return "direct";
     case ProtocolChoice::buffered: return "buffered";
-  }
-  return "?";
-}
-
-const char* to_string(StridedChoice choice) {
-  switch (choice) {
-    case StridedChoice::automatic: return "auto";
-    case StridedChoice::direct: return "direct";
-    case StridedChoice::buffered: return "buffered";
-    case StridedChoice::host: return "host";
+    case ProtocolChoice::host: return "host";
   }
   return "?";
 }
@@ -108,9 +99,9 @@ Settings Settings::from_environment() {
   s.aggregate_bytes = static_cast<std::size_t>(parse_integer("ARMCI_AGGREGATE_BYTES", 1024, 64 * 1024));
   s.aggregate_piece_max = static_cast<std::size_t>(parse_integer("ARMCI_AGGREGATE_PIECE_MAX", 0, 1024));
   s.strided = parse_choice("ARMCI_STRIDED_PROTOCOL", {"auto", "direct", "buffered", "host"},
-                           {StridedChoice::automatic, StridedChoice::direct, StridedChoice::buffered,
-                            StridedChoice::host},
-                           StridedChoice::automatic);
+                           {ProtocolChoice::automatic, ProtocolChoice::direct, ProtocolChoice::buffered,
+                            ProtocolChoice::host},
+                           ProtocolChoice::automatic);
   s.strided_buffered_max = static_cast<std::size_t>(parse_integer("ARMCI_STRIDED_BUFFERED_MAX", 0, 2048));
   s.strided_host_max = static_cast<std::size_t>(parse_integer("ARMCI_STRIDED_HOST_MAX", 0, 16 * 1024));
   s.progress_idle_us = parse_integer("ARMCI_PROGRESS_IDLE_US", 1, 200);

@@ -9,11 +9,9 @@ namespace armci {
 enum class NetworkChoice { automatic, ucx, verbs };
 // What the helper thread does when it has nothing to serve.
 enum class HelperMode { block, spin, none };
-// How a contiguous network transfer moves local memory that the network
-// has not registered: automatic picks by size (buffered_max).
-enum class ProtocolChoice { automatic, direct, buffered };
-// How strided and vector transfers to network peers travel.
-enum class StridedChoice { automatic, direct, buffered, host };
+// ARMCI_PROTOCOL (contiguous; no host) and ARMCI_STRIDED_PROTOCOL: one
+// family of protocols forced, or the selection table's choice by size.
+enum class ProtocolChoice { automatic, direct, buffered, host };
 
 // ARMCI_HELPER_CPU's words: keep the helper off the application's CPU where
 // the process may use another (auto), or leave its placement alone (none).
@@ -43,7 +41,7 @@ struct Settings {
   std::size_t max_pending = 16384;                   // ARMCI_MAX_PENDING: unfinished operations
   std::size_t aggregate_bytes = 64 * 1024;           // ARMCI_AGGREGATE_BYTES: one vector message
   std::size_t aggregate_piece_max = 1024;            // ARMCI_AGGREGATE_PIECE_MAX: larger pieces go alone
-  StridedChoice strided = StridedChoice::automatic;  // ARMCI_STRIDED_PROTOCOL
+  ProtocolChoice strided = ProtocolChoice::automatic;  // ARMCI_STRIDED_PROTOCOL
   std::size_t strided_buffered_max = 2048;           // ARMCI_STRIDED_BUFFERED_MAX: piece size
   std::size_t strided_host_max = 16 * 1024;          // ARMCI_STRIDED_HOST_MAX: piece size
 
@@ -56,6 +54,5 @@ struct Settings {
 const char* to_string(NetworkChoice choice);
 const char* to_string(HelperMode mode);
 const char* to_string(ProtocolChoice choice);
-const char* to_string(StridedChoice choice);
 
 }  // namespace armci
