@@ -168,73 +168,8 @@ void complete(Completion& c, int error) {
 // --------------------------------------------------------------------------
 // settings
 
-std::size_t env_size(const char* name, std::size_t fallback, std::size_t lo, std::size_t hi) {
-  const char* s = std::getenv(name);
-  if (s == nullptr || *s == '\0') return fallback;
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long v = std::strtoull(s, &end, 0);
-  if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi) {
-    throw std::invalid_argument(std::string("verbs network: ") + name + "='" + s +
-                                "' is not a number in [" + std::to_string(lo) + ", " +
-                                std::to_string(hi) + "]");
-  }
-  return static_cast<std::size_t>(v);
-}
-
-struct Settings {
-  std::string device;           // ARMCI_VERBS_DEVICE
-  int port = 0;                 // ARMCI_VERBS_PORT (0: first active)
-  int gid_index = -1;           // ARMCI_VERBS_GID_INDEX (-1: choose)
-  std::size_t recv_size = 8192;
-  std::size_t recv_count = 256;
-  std::size_t send_buffers = 64;
-  std::size_t bounce_size = 4096;
-  std::size_t bounce_count = 256;
-  std::size_t sq_depth = 128;
-  std::size_t cq_size = 4096;
-  std::size_t max_inline = 256;
-  std::size_t max_sge = 16;
-  std::size_t max_msg = 0;      // 0: the port's max_msg_sz
-  std::size_t rd_atomic = 16;
-  int sl = 0;
-  int timeout = 14;             // 4.096 us * 2^14 = 67 ms per ack timeout
-  int retry_cnt = 7;
-  double connect_timeout = 600; // seconds, 0: forever
-  int connect_retry_ms = 50;
-  bool debug = false;           // ARMCI_VERBS_DEBUG: trace handshakes on stderr
-  std::size_t reg_cache = std::size_t(1) << 30;  // ARMCI_VERBS_REG_CACHE: bytes kept registered
-
-  static Settings from_environment() {
-    Settings s;
-    if (const char* d = std::getenv("ARMCI_VERBS_DEVICE")) s.device = d;
-    s.port = static_cast<int>(env_size("ARMCI_VERBS_PORT", 0, 0, 255));
-    if (const char* g = std::getenv("ARMCI_VERBS_GID_INDEX"); g != nullptr && *g != '\0') {
-      s.gid_index = static_cast<int>(env_size("ARMCI_VERBS_GID_INDEX", 0, 0, 1 << 16));
-    }
-    s.recv_size = env_size("ARMCI_VERBS_RECV_SIZE", s.recv_size, 256, std::size_t(1) << 30);
-    s.recv_count = env_size("ARMCI_VERBS_RECV_COUNT", s.recv_count, 16, 1 << 20);
-    s.send_buffers = env_size("ARMCI_VERBS_SEND_BUFFERS", s.send_buffers, 1, 1 << 20);
-    s.bounce_size = env_size("ARMCI_VERBS_BOUNCE_SIZE", s.bounce_size, 64, std::size_t(1) << 24);
-    s.bounce_count = env_size("ARMCI_VERBS_BOUNCE_COUNT", s.bounce_count, 1, 1 << 20);
-    s.sq_depth = env_size("ARMCI_VERBS_SQ_DEPTH", s.sq_depth, 4, 1 << 16);
-    s.cq_size = env_size("ARMCI_VERBS_CQ_SIZE", s.cq_size, 16, 1 << 22);
-    s.max_inline = env_size("ARMCI_VERBS_MAX_INLINE", s.max_inline, 0, 4096);
-    s.max_sge = env_size("ARMCI_VERBS_MAX_SGE", s.max_sge, 1, kMaxSge);
-    s.max_msg = env_size("ARMCI_VERBS_MAX_MSG", 0, 0, std::size_t(1) << 31);
-    s.rd_atomic = env_size("ARMCI_VERBS_RD_ATOMIC", s.rd_atomic, 1, 255);
-    s.sl = static_cast<int>(env_size("ARMCI_VERBS_SL", 0, 0, 15));
-    s.timeout = static_cast<int>(env_size("ARMCI_VERBS_TIMEOUT", s.timeout, 1, 31));
-    s.retry_cnt = static_cast<int>(env_size("ARMCI_VERBS_RETRY_CNT", s.retry_cnt, 0, 7));
-    s.connect_timeout = static_cast<double>(
-        env_size("ARMCI_VERBS_CONNECT_TIMEOUT", 600, 0, std::size_t(1) << 30));
-    s.connect_retry_ms =
-        static_cast<int>(env_size("ARMCI_VERBS_CONNECT_RETRY_MS", s.connect_retry_ms, 1, 60000));
-    s.debug = env_size("ARMCI_VERBS_DEBUG", 0, 0, 1) != 0;
-    s.reg_cache = env_size("ARMCI_VERBS_REG_CACHE", s.reg_cache, 0, std::size_t(1) << 46);
-    return s;
-  }
-};
+// ARMCI_VERBS_* are parsed by the core (src/core/settings.cpp).
+using Settings = VerbsOptions;
 
 [[noreturn]] void fail_errno(const std::string& what) {
   throw std::runtime_error("verbs network: " + what + " failed: " + std::strerror(errno));
@@ -426,7 +361,7 @@ struct Slab {
 
 class VerbsNetwork final : public Network {
  public:
-  VerbsNetwork(int rank, int size);
+  VerbsNetwork(int rank, int size, const VerbsOptions& options);
   ~VerbsNetwork() override { teardown(); }
 
   VerbsNetwork(const VerbsNetwork&) = delete;
@@ -629,12 +564,12 @@ class VerbsNetwork final : public Network {
 // --------------------------------------------------------------------------
 // construction
 
-VerbsNetwork::VerbsNetwork(int rank, int size) : rank_(rank), size_(size) {
+VerbsNetwork::VerbsNetwork(int rank, int size, const VerbsOptions& options)
+    : rank_(rank), size_(size), cfg_(options) {
   if (size <= 0 || rank < 0 || rank >= size || size > kPeerField) {
     throw std::invalid_argument("verbs network: bad rank/size " + std::to_string(rank) + "/" +
                                 std::to_string(size));
   }
-  cfg_ = Settings::from_environment();
   rng_.seed(std::random_device{}() ^ static_cast<unsigned>(rank) * 2654435761u);
 
   try {
@@ -651,6 +586,7 @@ VerbsNetwork::VerbsNetwork(int rank, int size) : rank_(rank), size_(size) {
       // of whoever posts: the core then hands big transfers to its helper.
       const std::string device_name = ibv_get_device_name(ctx_->device);
       caps_.software_device = device_name.rfind("rxe", 0) == 0 || device_name.rfind("siw", 0) == 0;
+      caps_.device = device_name + " port " + std::to_string(port_);
     }
     if (dev_.atomic_cap != IBV_ATOMIC_NONE) remote_access_ |= IBV_ACCESS_REMOTE_ATOMIC;
 
@@ -2020,16 +1956,13 @@ VerbsStats VerbsNetwork::stats() const {
 
 }  // namespace
 
-std::unique_ptr<Network> make_verbs_network(int rank, int size) {
-  return std::make_unique<VerbsNetwork>(rank, size);
+std::unique_ptr<Network> make_verbs_network(int rank, int size, const VerbsOptions& options) {
+  return std::make_unique<VerbsNetwork>(rank, size, options);
 }
 
-bool verbs_device_available() {
+bool verbs_device_available(const VerbsOptions& options) {
   try {
-    Settings s;
-    if (const char* d = std::getenv("ARMCI_VERBS_DEVICE")) s.device = d;
-    s.port = static_cast<int>(env_size("ARMCI_VERBS_PORT", 0, 0, 255));
-    DeviceChoice d = open_device(s.device, s.port, nullptr);
+    DeviceChoice d = open_device(options.device, options.port, nullptr);
     if (d.context == nullptr) return false;
     ibv_close_device(d.context);
     return true;

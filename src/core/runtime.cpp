@@ -70,7 +70,7 @@ void Runtime::start_up() {
   set_error_rank(rank);
 
   // Everyone's host and network address, in one exchange.
-  if (size > 1) network_ = platform::make_network(to_string(settings_.network), rank, size);
+  if (size > 1) network_ = platform::make_network(to_string(settings_.network), rank, size, settings_.network_options);
   RecordWriter record;
   const std::string host = hostname();
   record.add_bytes(std::as_bytes(std::span(host.data(), host.size())));
@@ -130,13 +130,7 @@ void Runtime::print_info() const {
   const int size = peers_->size();
   std::fprintf(stderr, "armci: info: %d processes, bootstrap %s, %d node(s)\n", size, bootstrap_->kind(),
                peers_->node_count());
-  std::string text = settings_.describe();
-  std::size_t at = 0;
-  while (at < text.size()) {
-    std::size_t end = text.find('\n', at);
-    std::fprintf(stderr, "armci: info: setting %s\n", text.substr(at, end - at).c_str());
-    at = end + 1;
-  }
+  std::fputs(settings_.describe("armci: info: setting ").c_str(), stderr);
   std::fprintf(stderr, "armci: info: network layer: %s\n",
                network_ ? network_->capabilities().name.c_str() : "none (all peers local)");
   std::fprintf(stderr, "armci: info: Rmw and mutexes: %s\n",
@@ -144,10 +138,7 @@ void Runtime::print_info() const {
                                            : "CPU atomics on node-shared memory");
   if (network_) {
     const platform::Capabilities& caps = network_->capabilities();
-    std::fprintf(stderr, "armci: info: layer capabilities: max_sge %zu, max_inline %zu, max_message %zu, %s\n",
-                 caps.max_sge, caps.max_inline, caps.max_message,
-                 caps.needs_local_registration ? "zero-copy needs registered local memory"
-                                               : "registers local memory itself");
+    std::fprintf(stderr, "armci: info: layer: %s\n", platform::describe(caps).c_str());
     std::fprintf(stderr, "armci: info: buffer pool %zu x %zu bytes, vector messages of %zu bytes, helper thread %s\n",
                  settings_.buffer_count, settings_.buffer_chunk, vector_messages_->message_bytes(),
                  progress_->helper_running() ? "running" : "none");

@@ -1,8 +1,14 @@
-// Run-time settings, read once from the environment at ARMCI_Init.
+// Run-time settings, read once from the environment at ARMCI_Init: every
+// ARMCI_* variable, the network layers' included, is parsed here from one
+// table (settings.cpp), which the info output and armci_info print with
+// each value and where it came from.
 #pragma once
 
 #include <cstddef>
 #include <string>
+#include <vector>
+
+#include "platform/options.hpp"
 
 namespace armci {
 
@@ -44,11 +50,23 @@ struct Settings {
   ProtocolChoice strided = ProtocolChoice::automatic;  // ARMCI_STRIDED_PROTOCOL
   std::size_t strided_buffered_max = 2048;           // ARMCI_STRIDED_BUFFERED_MAX: piece size
   std::size_t strided_host_max = 16 * 1024;          // ARMCI_STRIDED_HOST_MAX: piece size
+  platform::NetworkOptions network_options;          // ARMCI_VERBS_*, ARMCI_UCX_ERR_MODE
 
   // Parses the environment; a malformed value is an error naming the variable.
   static Settings from_environment();
-  // One line per setting, as the info mode prints it.
-  std::string describe() const;
+
+  // Every setting, in the table's order.
+  struct Row {
+    const char* name;
+    std::string value;
+    const char* source;  // "environment" or "default"
+  };
+  std::vector<Row> rows() const;
+  // One line per setting (prefix, NAME=value (source)), as the info output prints it.
+  std::string describe(const char* prefix) const;
+
+ private:
+  std::vector<bool> from_environment_;  // by row of the table
 };
 
 const char* to_string(NetworkChoice choice);
