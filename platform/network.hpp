@@ -17,6 +17,7 @@ namespace armci::platform {
 // What the core may rely on when it chooses protocols.
 struct Capabilities {
   std::string name;                   // "ucx", "verbs"
+  std::string device;                 // what it runs on, for people: "rxe0 port 1"
   std::size_t max_sge = 1;            // local gather/scatter entries per operation
   std::size_t max_inline = 0;         // bytes a put may carry inline
   std::size_t max_message = 0;        // largest header + payload of one control message
@@ -70,6 +71,9 @@ struct RemoteKey {
 using MessageHandler =
     std::function<void(int source, std::span<const std::byte> header,
                        std::span<const std::byte> payload)>;
+
+// One line: the capabilities the core chooses protocols from.
+std::string describe(const Capabilities& caps);
 
 class Network {
  public:

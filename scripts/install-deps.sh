@@ -4,7 +4,8 @@
 set -euo pipefail
 packages=(
   build-essential autoconf automake libtool pkg-config
-  libpmix-dev libucx-dev ucx-utils libibverbs-dev libtbb-dev libgtest-dev
+  cmake              # make check: the CMake package test (tests/cmake)
+  libpmix-dev libucx-dev ucx-utils libibverbs-dev libgtest-dev
   openmpi-bin libopenmpi-dev
   gfortran           # the Fortran module (use armci), its tests and nas-kernels/cg_f
   libarmci-mpi-dev   # the ARMCI-MPI reference the benchmarks compare with

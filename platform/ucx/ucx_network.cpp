@@ -107,7 +107,7 @@ struct RndvReceive {
 
 class UcxNetwork final : public Network {
  public:
-  UcxNetwork(int rank, int size);
+  UcxNetwork(int rank, int size, const UcxOptions& options);
   ~UcxNetwork() override;
 
   UcxNetwork(const UcxNetwork&) = delete;
@@ -301,12 +301,14 @@ ucs_status_t on_message(void* arg, const void* header, std::size_t header_length
 // ---------------------------------------------------------------------------
 // construction
 
-UcxNetwork::UcxNetwork(int rank, int size) : rank_(rank), size_(size) {
+UcxNetwork::UcxNetwork(int rank, int size, const UcxOptions& options)
+    : rank_(rank), size_(size), detect_failures_(options.detect_failures) {
   if (size <= 0 || rank < 0 || rank >= size) {
     throw std::invalid_argument("ucx network: bad rank/size " + std::to_string(rank) + "/" +
                                 std::to_string(size));
   }
   caps_.name = "ucx";
+  caps_.device = std::string("ucp ") + ucp_get_version_string() + " (UCX_TLS chooses its transports)";
   caps_.max_sge = 1;
   // ucp exposes no per-endpoint short-put threshold through its public API.
   caps_.max_inline = 0;
@@ -322,16 +324,8 @@ UcxNetwork::UcxNetwork(int rank, int size) : rank_(rank), size_(size) {
   // UCX 1.13 refuses self/posix/sysv for endpoints that ask for peer-failure
   // handling, leaving only tcp (or IB) even to this very process. So failure
   // detection is off unless asked for, and the shared-memory transports that
-  // carry virtual-node traffic on one host can be chosen.
-  if (const char* mode = std::getenv("ARMCI_UCX_ERR_MODE")) {
-    if (std::strcmp(mode, "peer") == 0) {
-      detect_failures_ = true;
-    } else if (std::strcmp(mode, "none") != 0) {
-      throw std::invalid_argument(std::string("ucx network: ARMCI_UCX_ERR_MODE must be "
-                                              "\"peer\" or \"none\", not \"") + mode + "\"");
-    }
-  }
-
+  // carry virtual-node traffic on one host can be chosen
+  // (UcxOptions::detect_failures, ARMCI_UCX_ERR_MODE).
   try {
     ucp_config_t* config = nullptr;
     check("ucp_config_read", ucp_config_read(nullptr, nullptr, &config));
@@ -804,8 +798,8 @@ bool UcxNetwork::arm_wakeup() {
 
 }  // namespace
 
-std::unique_ptr<Network> make_ucx_network(int rank, int size) {
-  return std::make_unique<UcxNetwork>(rank, size);
+std::unique_ptr<Network> make_ucx_network(int rank, int size, const UcxOptions& options) {
+  return std::make_unique<UcxNetwork>(rank, size, options);
 }
 
 }  // namespace armci::platform

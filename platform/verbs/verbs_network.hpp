@@ -1,24 +1,26 @@
 // InfiniBand verbs (rdma-core libibverbs) implementation of platform::Network:
 // reliable-connected QPs made on first use of a peer through a handshake over
 // one UD QP, an SRQ for control messages, RDMA write/read/atomics for the rest.
-// Tuning knobs (ARMCI_VERBS_*) are described in platform/verbs/README.md.
+// Tuning knobs (VerbsOptions, set from ARMCI_VERBS_*) are described in
+// platform/verbs/README.md.
 #pragma once
 
 #include <cstddef>
 #include <memory>
 
 #include "platform/network.hpp"
+#include "platform/options.hpp"
 
 namespace armci::platform {
 
 // rank/size are this process's place in the job; peers are addressed by rank.
 // Throws std::runtime_error when no usable device/port exists or a verbs
 // resource cannot be created, std::invalid_argument for bad settings.
-std::unique_ptr<Network> make_verbs_network(int rank, int size);
+std::unique_ptr<Network> make_verbs_network(int rank, int size, const VerbsOptions& options = {});
 
-// True when a device with an ACTIVE port exists (honouring
-// ARMCI_VERBS_DEVICE / ARMCI_VERBS_PORT); opens and closes the device.
-bool verbs_device_available();
+// True when a device with an ACTIVE port exists (honouring options.device
+// and options.port); opens and closes the device.
+bool verbs_device_available(const VerbsOptions& options = {});
 
 // Counters for tests and diagnostics.
 struct VerbsStats {

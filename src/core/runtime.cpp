@@ -72,7 +72,7 @@ void Runtime::start_up() {
   std::string network_failure;
   if (size > 1) {
     try {
-      network_ = platform::make_network(to_string(settings_.network), rank, size);
+      network_ = platform::make_network(to_string(settings_.network), rank, size, settings_.network_options);
     } catch (const std::exception& e) {
       network_failure = e.what();
     }
@@ -148,6 +148,7 @@ void Runtime::start_up() {
   memory_->set_barrier([this] { barrier_->wait(); });
   sync_ = std::make_unique<Sync>(*peers_, *memory_, *progress_, *completions_, *messages_, *barrier_, *transfers_);
   progress_->start_helper();
+  transfers_->select_protocols();
   if (settings_.verbose > 0 && rank == 0) print_info();
 }
 
@@ -155,55 +156,25 @@ void Runtime::print_info() const {
   const int size = peers_->size();
   std::fprintf(stderr, "armci: info: %d processes, bootstrap %s, %d node(s)\n", size, bootstrap_->kind(),
                peers_->node_count());
-  std::string text = settings_.describe();
-  std::size_t at = 0;
-  while (at < text.size()) {
-    std::size_t end = text.find('\n', at);
-    std::fprintf(stderr, "armci: info: setting %s\n", text.substr(at, end - at).c_str());
-    at = end + 1;
-  }
+  std::fputs(settings_.describe("armci: info: setting ").c_str(), stderr);
   std::fprintf(stderr, "armci: info: network layer: %s\n",
                network_ ? network_->capabilities().name.c_str() : "none (all peers local)");
   std::fprintf(stderr, "armci: info: Rmw and mutexes: %s\n",
                peers_->has_network_peers() ? "network atomics, to every rank (self included)"
                                            : "CPU atomics on node-shared memory");
   if (network_) {
-    // The protocol table: which path a transfer to a network peer takes.
     const platform::Capabilities& caps = network_->capabilities();
-    std::fprintf(stderr, "armci: info: layer capabilities: max_sge %zu, max_inline %zu, max_message %zu, %s\n",
-                 caps.max_sge, caps.max_inline, caps.max_message,
-                 caps.needs_local_registration ? "zero-copy needs registered local memory"
-                                               : "registers local memory itself");
-    const char* contiguous = "direct (the layer's own protocols)";
-    if (settings_.protocol == ProtocolChoice::buffered) contiguous = "buffered (pool of registered buffers) always";
-    else if (settings_.protocol == ProtocolChoice::direct) contiguous = "direct always";
-    else if (caps.needs_local_registration) contiguous = "buffered from unregistered memory up to ARMCI_BUFFERED_MAX, direct above";
-    std::fprintf(stderr, "armci: info: contiguous put/get: %s; pool %zu x %zu bytes\n", contiguous,
-                 settings_.buffer_count, settings_.buffer_chunk);
-    switch (settings_.strided) {
-      case StridedChoice::automatic:
-        std::fprintf(stderr,
-                     "armci: info: strided/vector: buffered (vector messages of %zu bytes) for pieces up to %zu "
-                     "bytes, %s, direct above\n",
-                     vector_messages_->message_bytes(), settings_.strided_buffered_max,
-                     caps.max_sge > 1 ? ("host-assisted put/get up to " + std::to_string(settings_.strided_host_max) +
-                                         " bytes").c_str()
-                                      : "no host-assisted (the layer has no SGE lists)");
-        break;
-      default:
-        std::fprintf(stderr, "armci: info: strided/vector: %s for every piece size (host-assisted: put/get only)\n",
-                     to_string(settings_.strided));
-    }
-    std::fprintf(stderr, "armci: info: aggregate handles: pieces up to %zu bytes packed, larger ones sent at once\n",
-                 settings_.aggregate_piece_max);
-    if (!progress_->helper_running())
-      std::fprintf(stderr, "armci: info: offload to the helper: none (no helper thread)\n");
-    else if (caps.software_device)
-      std::fprintf(stderr, "armci: info: offload to the helper: nonblocking transfers from %zu bytes (software device)\n",
-                   settings_.offload_min_software);
-    else if (caps.copies_on_caller_same_host)
-      std::fprintf(stderr, "armci: info: offload to the helper: nonblocking transfers from %zu bytes to peers on this host\n",
-                   settings_.offload_min);
+    std::fprintf(stderr, "armci: info: layer: %s\n", platform::describe(caps).c_str());
+    std::fprintf(stderr, "armci: info: buffer pool %zu x %zu bytes, vector messages of %zu bytes, helper thread %s\n",
+                 settings_.buffer_count, settings_.buffer_chunk, vector_messages_->message_bytes(),
+                 progress_->helper_running() ? "running" : "none");
+  }
+  // The selection table itself, for each kind of peer this job has.
+  for (int k = 0; k < kPeerKinds; ++k) {
+    const auto kind = static_cast<PeerKind>(k);
+    if (!peers_->kind_present(kind)) continue;
+    std::fprintf(stderr, "armci: info: protocols to %s peers (strided, vector: by piece size):\n", to_string(kind));
+    std::fputs(transfers_->table().describe(kind, "armci: info:   ").c_str(), stderr);
   }
   for (int n = 0; n < peers_->node_count(); ++n) {
     std::string members;

@@ -1,28 +1,28 @@
 #include "src/core/settings.hpp"
 
+#include <cerrno>
+#include <climits>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <sstream>
+#include <type_traits>
 
 #include "src/core/error.hpp"
 
 namespace armci {
 namespace {
 
-long parse_integer(const char* name, long minimum, long fallback) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') return fallback;
+long long parse_number(const char* name, const char* text, long long minimum, long long maximum, int base) {
   char* end = nullptr;
-  long value = std::strtol(text, &end, 10);
-  if (*end != '\0' || value < minimum)
-    fail("ARMCI_Init", "setting %s='%s' is not an integer >= %ld", name, text, minimum);
-  return value;
+  errno = 0;
+  const long long value = std::strtoll(text, &end, base);
+  if (errno == 0 && end != text && *end == '\0' && value >= minimum && value <= maximum) return value;
+  if (maximum == LLONG_MAX) fail("ARMCI_Init", "setting %s='%s' is not an integer >= %lld", name, text, minimum);
+  fail("ARMCI_Init", "setting %s='%s' is not an integer in [%lld, %lld]", name, text, minimum, maximum);
 }
 
 template <typename Enum, std::size_t N>
-Enum parse_choice(const char* name, const char* const (&names)[N], const Enum (&values)[N], Enum fallback) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') return fallback;
+Enum parse_choice(const char* name, const char* text, const char* const (&names)[N], const Enum (&values)[N]) {
   std::string allowed;
   for (std::size_t i = 0; i < N; ++i) {
     if (!std::strcmp(text, names[i])) return values[i];
@@ -30,6 +30,156 @@ Enum parse_choice(const char* name, const char* const (&names)[N], const Enum (&
   }
   fail("ARMCI_Init", "setting %s='%s' is not one of %s", name, text, allowed.c_str());
 }
+
+// One row of the table: how a variable's text becomes settings, and how the
+// settings show it again.
+struct Entry {
+  const char* name;
+  void (*parse)(Settings& s, const char* name, const char* text);
+  std::string (*show)(const Settings& s);
+};
+
+// A number kept in one field; field(s) names it. The verbs layer's numbers
+// have always taken C's prefixes (0x...): base 0.
+template <auto field, long long minimum, long long maximum = LLONG_MAX, int base = 10>
+constexpr Entry number(const char* name) {
+  return {name,
+          [](Settings& s, const char* n, const char* text) {
+            auto& value = field(s);
+            value = static_cast<std::remove_reference_t<decltype(value)>>(parse_number(n, text, minimum, maximum, base));
+          },
+          [](const Settings& s) { return std::to_string(field(const_cast<Settings&>(s))); }};
+}
+
+template <auto field, long long minimum, long long maximum>
+constexpr Entry verbs_number(const char* name) {
+  return number<field, minimum, maximum, 0>(name);
+}
+
+#define FIELD(member) [](Settings & s) -> auto& { return s.member; }
+#define VERBS(member) [](Settings & s) -> auto& { return s.network_options.verbs.member; }
+
+const Entry kEntries[] = {
+    {"ARMCI_NETWORK",
+     [](Settings& s, const char* n, const char* text) {
+       s.network = parse_choice(n, text, {"auto", "ucx", "verbs"},
+                                {NetworkChoice::automatic, NetworkChoice::ucx, NetworkChoice::verbs});
+     },
+     [](const Settings& s) -> std::string { return to_string(s.network); }},
+    {"ARMCI_SHM", [](Settings& s, const char* n, const char* text) { s.shared_memory = parse_number(n, text, 0, LLONG_MAX, 10) != 0; },
+     [](const Settings& s) { return std::string(s.shared_memory ? "1" : "0"); }},
+    number<FIELD(vnode_size), 0, INT_MAX>("ARMCI_VNODE_SIZE"),
+    number<FIELD(verbose), 0, INT_MAX>("ARMCI_VERBOSE"),
+    {"ARMCI_ACC_CHUNK",
+     [](Settings& s, const char* n, const char* text) {
+       // Whole elements of every type.
+       s.acc_chunk = static_cast<std::size_t>(parse_number(n, text, 64, LLONG_MAX, 10)) & ~std::size_t{15};
+     },
+     [](const Settings& s) { return std::to_string(s.acc_chunk); }},
+    // The old spelling of ARMCI_HELPER=none; ARMCI_HELPER, after it, wins.
+    {"ARMCI_PROGRESS_THREAD",
+     [](Settings& s, const char* n, const char* text) {
+       s.helper = parse_number(n, text, 0, 1, 10) != 0 ? HelperMode::block : HelperMode::none;
+     },
+     [](const Settings& s) { return std::string(s.helper == HelperMode::none ? "0" : "1"); }},
+    {"ARMCI_HELPER",
+     [](Settings& s, const char* n, const char* text) {
+       s.helper = parse_choice(n, text, {"block", "spin", "none"}, {HelperMode::block, HelperMode::spin, HelperMode::none});
+     },
+     [](const Settings& s) -> std::string { return to_string(s.helper); }},
+    number<FIELD(helper_spin_us), 0>("ARMCI_HELPER_SPIN_US"),
+    {"ARMCI_HELPER_CPU",
+     [](Settings& s, const char* n, const char* text) {
+       if (!std::strcmp(text, "auto")) s.helper_cpu = kHelperCpuAuto;
+       else if (!std::strcmp(text, "none")) s.helper_cpu = kHelperCpuNone;
+       else s.helper_cpu = static_cast<int>(parse_number(n, text, 0, INT_MAX, 10));
+     },
+     [](const Settings& s) {
+       return s.helper_cpu == kHelperCpuAuto ? std::string("auto")
+              : s.helper_cpu == kHelperCpuNone ? std::string("none")
+                                               : std::to_string(s.helper_cpu);
+     }},
+    number<FIELD(progress_idle_us), 1, 999999>("ARMCI_PROGRESS_IDLE_US"),
+    {"ARMCI_PROTOCOL",
+     [](Settings& s, const char* n, const char* text) {
+       s.protocol = parse_choice(n, text, {"auto", "direct", "buffered"},
+                                 {ProtocolChoice::automatic, ProtocolChoice::direct, ProtocolChoice::buffered});
+     },
+     [](const Settings& s) -> std::string { return to_string(s.protocol); }},
+    number<FIELD(buffered_max), 0>("ARMCI_BUFFERED_MAX"),
+    number<FIELD(buffer_chunk), 4096>("ARMCI_BUFFER_CHUNK"),
+    number<FIELD(buffer_count), 2>("ARMCI_BUFFER_COUNT"),
+    {"ARMCI_OFFLOAD_MIN",
+     [](Settings& s, const char* n, const char* text) {
+       s.offload_min = s.offload_min_software =
+           !std::strcmp(text, "off") ? SIZE_MAX : static_cast<std::size_t>(parse_number(n, text, 0, LLONG_MAX, 10));
+     },
+     [](const Settings& s) {
+       if (s.offload_min == SIZE_MAX) return std::string("off");
+       if (s.offload_min == s.offload_min_software) return std::to_string(s.offload_min);
+       return std::to_string(s.offload_min) + " (software verbs device: " + std::to_string(s.offload_min_software) + ")";
+     }},
+    number<FIELD(max_pending), 1>("ARMCI_MAX_PENDING"),
+    number<FIELD(aggregate_bytes), 1024>("ARMCI_AGGREGATE_BYTES"),
+    number<FIELD(aggregate_piece_max), 0>("ARMCI_AGGREGATE_PIECE_MAX"),
+    {"ARMCI_STRIDED_PROTOCOL",
+     [](Settings& s, const char* n, const char* text) {
+       s.strided = parse_choice(n, text, {"auto", "direct", "buffered", "host"},
+                                {ProtocolChoice::automatic, ProtocolChoice::direct, ProtocolChoice::buffered,
+                                 ProtocolChoice::host});
+     },
+     [](const Settings& s) -> std::string { return to_string(s.strided); }},
+    number<FIELD(strided_buffered_max), 0>("ARMCI_STRIDED_BUFFERED_MAX"),
+    number<FIELD(strided_host_max), 0>("ARMCI_STRIDED_HOST_MAX"),
+    {"ARMCI_UCX_ERR_MODE",
+     [](Settings& s, const char* n, const char* text) {
+       s.network_options.ucx.detect_failures = parse_choice(n, text, {"none", "peer"}, {false, true});
+     },
+     [](const Settings& s) { return std::string(s.network_options.ucx.detect_failures ? "peer" : "none"); }},
+    {"ARMCI_VERBS_DEVICE", [](Settings& s, const char*, const char* text) { s.network_options.verbs.device = text; },
+     [](const Settings& s) {
+       return s.network_options.verbs.device.empty() ? std::string("(first with an active port)")
+                                                     : s.network_options.verbs.device;
+     }},
+    verbs_number<VERBS(port), 0, 255>("ARMCI_VERBS_PORT"),
+    {"ARMCI_VERBS_GID_INDEX",
+     [](Settings& s, const char* n, const char* text) {
+       s.network_options.verbs.gid_index = static_cast<int>(parse_number(n, text, 0, 1 << 16, 0));
+     },
+     [](const Settings& s) {
+       const int index = s.network_options.verbs.gid_index;
+       return index < 0 ? std::string("auto") : std::to_string(index);
+     }},
+    verbs_number<VERBS(recv_size), 256, 1ll << 30>("ARMCI_VERBS_RECV_SIZE"),
+    verbs_number<VERBS(recv_count), 16, 1 << 20>("ARMCI_VERBS_RECV_COUNT"),
+    verbs_number<VERBS(send_buffers), 1, 1 << 20>("ARMCI_VERBS_SEND_BUFFERS"),
+    verbs_number<VERBS(bounce_size), 64, 1 << 24>("ARMCI_VERBS_BOUNCE_SIZE"),
+    verbs_number<VERBS(bounce_count), 1, 1 << 20>("ARMCI_VERBS_BOUNCE_COUNT"),
+    verbs_number<VERBS(sq_depth), 4, 1 << 16>("ARMCI_VERBS_SQ_DEPTH"),
+    verbs_number<VERBS(cq_size), 16, 1 << 22>("ARMCI_VERBS_CQ_SIZE"),
+    verbs_number<VERBS(max_inline), 0, 4096>("ARMCI_VERBS_MAX_INLINE"),
+    verbs_number<VERBS(max_sge), 1, 32>("ARMCI_VERBS_MAX_SGE"),
+    verbs_number<VERBS(max_msg), 0, 1ll << 31>("ARMCI_VERBS_MAX_MSG"),
+    verbs_number<VERBS(rd_atomic), 1, 255>("ARMCI_VERBS_RD_ATOMIC"),
+    verbs_number<VERBS(sl), 0, 15>("ARMCI_VERBS_SL"),
+    verbs_number<VERBS(timeout), 1, 31>("ARMCI_VERBS_TIMEOUT"),
+    verbs_number<VERBS(retry_cnt), 0, 7>("ARMCI_VERBS_RETRY_CNT"),
+    {"ARMCI_VERBS_CONNECT_TIMEOUT",
+     [](Settings& s, const char* n, const char* text) {
+       s.network_options.verbs.connect_timeout = static_cast<double>(parse_number(n, text, 0, 1ll << 30, 0));
+     },
+     [](const Settings& s) { return std::to_string(static_cast<long long>(s.network_options.verbs.connect_timeout)); }},
+    verbs_number<VERBS(connect_retry_ms), 1, 60000>("ARMCI_VERBS_CONNECT_RETRY_MS"),
+    {"ARMCI_VERBS_DEBUG",
+     [](Settings& s, const char* n, const char* text) {
+       s.network_options.verbs.debug = parse_number(n, text, 0, 1, 0) != 0;
+     },
+     [](const Settings& s) { return std::string(s.network_options.verbs.debug ? "1" : "0"); }},
+    verbs_number<VERBS(reg_cache), 0, 1ll << 46>("ARMCI_VERBS_REG_CACHE"),
+};
+
+#undef FIELD
+#undef VERBS
 
 }  // namespace
 
@@ -47,16 +197,7 @@ const char* to_string(ProtocolChoice choice) {
     case ProtocolChoice::automatic: return "auto";
     case ProtocolChoice::direct: return "direct";
     case ProtocolChoice::buffered: return "buffered";
-  }
-  return "?";
-}
-
-const char* to_string(StridedChoice choice) {
-  switch (choice) {
-    case StridedChoice::automatic: return "auto";
-    case StridedChoice::direct: return "direct";
-    case StridedChoice::buffered: return "buffered";
-    case StridedChoice::host: return "host";
+    case ProtocolChoice::host: return "host";
   }
   return "?";
 }
@@ -72,77 +213,28 @@ const char* to_string(NetworkChoice choice) {
 
 Settings Settings::from_environment() {
   Settings s;
-  if (const char* net = std::getenv("ARMCI_NETWORK"); net && *net) {
-    if (!std::strcmp(net, "auto")) s.network = NetworkChoice::automatic;
-    else if (!std::strcmp(net, "ucx")) s.network = NetworkChoice::ucx;
-    else if (!std::strcmp(net, "verbs")) s.network = NetworkChoice::verbs;
-    else fail("ARMCI_Init", "setting ARMCI_NETWORK='%s' is not one of auto, ucx, verbs", net);
+  s.from_environment_.assign(std::size(kEntries), false);
+  for (std::size_t i = 0; i < std::size(kEntries); ++i) {
+    const char* text = std::getenv(kEntries[i].name);
+    if (text == nullptr || *text == '\0') continue;
+    kEntries[i].parse(s, kEntries[i].name, text);
+    s.from_environment_[i] = true;
   }
-  s.shared_memory = parse_integer("ARMCI_SHM", 0, 1) != 0;
-  s.vnode_size = static_cast<int>(parse_integer("ARMCI_VNODE_SIZE", 0, 0));
-  s.verbose = static_cast<int>(parse_integer("ARMCI_VERBOSE", 0, 0));
-  s.acc_chunk = static_cast<std::size_t>(parse_integer("ARMCI_ACC_CHUNK", 64, 64 * 1024));
-  s.acc_chunk &= ~std::size_t{15};  // whole elements of every type
-  const bool thread = parse_integer("ARMCI_PROGRESS_THREAD", 0, 1) != 0;
-  s.helper = parse_choice("ARMCI_HELPER", {"block", "spin", "none"},
-                          {HelperMode::block, HelperMode::spin, HelperMode::none},
-                          thread ? HelperMode::block : HelperMode::none);
-  s.helper_spin_us = parse_integer("ARMCI_HELPER_SPIN_US", 0, 50);
-  if (const char* cpu = std::getenv("ARMCI_HELPER_CPU"); cpu && *cpu) {
-    if (!std::strcmp(cpu, "auto")) s.helper_cpu = kHelperCpuAuto;
-    else if (!std::strcmp(cpu, "none")) s.helper_cpu = kHelperCpuNone;
-    else s.helper_cpu = static_cast<int>(parse_integer("ARMCI_HELPER_CPU", 0, 0));
-  }
-  s.protocol = parse_choice("ARMCI_PROTOCOL", {"auto", "direct", "buffered"},
-                            {ProtocolChoice::automatic, ProtocolChoice::direct, ProtocolChoice::buffered},
-                            ProtocolChoice::automatic);
-  s.buffered_max = static_cast<std::size_t>(parse_integer("ARMCI_BUFFERED_MAX", 0, 0));
-  s.buffer_chunk = static_cast<std::size_t>(parse_integer("ARMCI_BUFFER_CHUNK", 4096, 64 * 1024));
-  s.buffer_count = static_cast<std::size_t>(parse_integer("ARMCI_BUFFER_COUNT", 2, 32));
-  if (const char* off = std::getenv("ARMCI_OFFLOAD_MIN"); off && !std::strcmp(off, "off")) {
-    s.offload_min = s.offload_min_software = SIZE_MAX;
-  } else if (off && *off) {
-    s.offload_min = s.offload_min_software = static_cast<std::size_t>(parse_integer("ARMCI_OFFLOAD_MIN", 0, 0));
-  }
-  s.max_pending = static_cast<std::size_t>(parse_integer("ARMCI_MAX_PENDING", 1, 16384));
-  s.aggregate_bytes = static_cast<std::size_t>(parse_integer("ARMCI_AGGREGATE_BYTES", 1024, 64 * 1024));
-  s.aggregate_piece_max = static_cast<std::size_t>(parse_integer("ARMCI_AGGREGATE_PIECE_MAX", 0, 1024));
-  s.strided = parse_choice("ARMCI_STRIDED_PROTOCOL", {"auto", "direct", "buffered", "host"},
-                           {StridedChoice::automatic, StridedChoice::direct, StridedChoice::buffered,
-                            StridedChoice::host},
-                           StridedChoice::automatic);
-  s.strided_buffered_max = static_cast<std::size_t>(parse_integer("ARMCI_STRIDED_BUFFERED_MAX", 0, 2048));
-  s.strided_host_max = static_cast<std::size_t>(parse_integer("ARMCI_STRIDED_HOST_MAX", 0, 16 * 1024));
-  s.progress_idle_us = parse_integer("ARMCI_PROGRESS_IDLE_US", 1, 200);
-  if (s.progress_idle_us >= 1000000)
-    fail("ARMCI_Init", "setting ARMCI_PROGRESS_IDLE_US=%ld is a second or more", s.progress_idle_us);
   return s;
 }
 
-std::string Settings::describe() const {
-  std::ostringstream out;
-  out << "ARMCI_NETWORK=" << to_string(network) << "\n"
-      << "ARMCI_SHM=" << (shared_memory ? 1 : 0) << "\n"
-      << "ARMCI_VNODE_SIZE=" << vnode_size << (vnode_size == 0 ? " (whole host)" : "") << "\n"
-      << "ARMCI_ACC_CHUNK=" << acc_chunk << "\n"
-      << "ARMCI_HELPER=" << to_string(helper) << "\n"
-      << "ARMCI_HELPER_SPIN_US=" << helper_spin_us << "\n"
-      << "ARMCI_HELPER_CPU=" << (helper_cpu == kHelperCpuAuto ? std::string("auto") : helper_cpu == kHelperCpuNone ? std::string("none") : std::to_string(helper_cpu)) << "\n"
-      << "ARMCI_PROTOCOL=" << to_string(protocol) << "\n"
-      << "ARMCI_BUFFERED_MAX=" << buffered_max << "\n"
-      << "ARMCI_BUFFER_CHUNK=" << buffer_chunk << "\n"
-      << "ARMCI_BUFFER_COUNT=" << buffer_count << "\n"
-      << "ARMCI_OFFLOAD_MIN=" << (offload_min == SIZE_MAX ? std::string("off") : std::to_string(offload_min))
-      << " (software verbs device: " << offload_min_software << ")\n"
-      << "ARMCI_MAX_PENDING=" << max_pending << "\n"
-      << "ARMCI_AGGREGATE_BYTES=" << aggregate_bytes << "\n"
-      << "ARMCI_AGGREGATE_PIECE_MAX=" << aggregate_piece_max << "\n"
-      << "ARMCI_STRIDED_PROTOCOL=" << to_string(strided) << "\n"
-      << "ARMCI_STRIDED_BUFFERED_MAX=" << strided_buffered_max << "\n"
-      << "ARMCI_STRIDED_HOST_MAX=" << strided_host_max << "\n"
-      << "ARMCI_PROGRESS_IDLE_US=" << progress_idle_us << "\n"
-      << "ARMCI_VERBOSE=" << verbose << "\n";
-  return out.str();
+std::vector<Settings::Row> Settings::rows() const {
+  std::vector<Row> rows;
+  for (std::size_t i = 0; i < std::size(kEntries); ++i)
+    rows.push_back({kEntries[i].name, kEntries[i].show(*this),
+                    i < from_environment_.size() && from_environment_[i] ? "environment" : "default"});
+  return rows;
+}
+
+std::string Settings::describe(const char* prefix) const {
+  std::string out;
+  for (const Row& row : rows()) out += std::string(prefix) + row.name + "=" + row.value + " (" + row.source + ")\n";
+  return out;
 }
 
 }  // namespace armci

@@ -1,19 +1,23 @@
-// Run-time settings, read once from the environment at ARMCI_Init.
+// Run-time settings, read once from the environment at ARMCI_Init: every
+// ARMCI_* variable, the network layers' included, is parsed here from one
+// table (settings.cpp), which the info output and armci_info print with
+// each value and where it came from.
 #pragma once
 
 #include <cstddef>
 #include <string>
+#include <vector>
+
+#include "platform/options.hpp"
 
 namespace armci {
 
 enum class NetworkChoice { automatic, ucx, verbs };
 // What the helper thread does when it has nothing to serve.
 enum class HelperMode { block, spin, none };
-// How a contiguous network transfer moves local memory that the network
-// has not registered: automatic picks by size (buffered_max).
-enum class ProtocolChoice { automatic, direct, buffered };
-// How strided and vector transfers to network peers travel.
-enum class StridedChoice { automatic, direct, buffered, host };
+// ARMCI_PROTOCOL (contiguous; no host) and ARMCI_STRIDED_PROTOCOL: one
+// family of protocols forced, or the selection table's choice by size.
+enum class ProtocolChoice { automatic, direct, buffered, host };
 
 // ARMCI_HELPER_CPU's words: keep the helper off the application's CPU where
 // the process may use another (auto), or leave its placement alone (none).
@@ -43,19 +47,30 @@ struct Settings {
   std::size_t max_pending = 16384;                   // ARMCI_MAX_PENDING: unfinished operations
   std::size_t aggregate_bytes = 64 * 1024;           // ARMCI_AGGREGATE_BYTES: one vector message
   std::size_t aggregate_piece_max = 1024;            // ARMCI_AGGREGATE_PIECE_MAX: larger pieces go alone
-  StridedChoice strided = StridedChoice::automatic;  // ARMCI_STRIDED_PROTOCOL
+  ProtocolChoice strided = ProtocolChoice::automatic;  // ARMCI_STRIDED_PROTOCOL
   std::size_t strided_buffered_max = 2048;           // ARMCI_STRIDED_BUFFERED_MAX: piece size
   std::size_t strided_host_max = 16 * 1024;          // ARMCI_STRIDED_HOST_MAX: piece size
+  platform::NetworkOptions network_options;          // ARMCI_VERBS_*, ARMCI_UCX_ERR_MODE
 
   // Parses the environment; a malformed value is an error naming the variable.
   static Settings from_environment();
-  // One line per setting, as the info mode prints it.
-  std::string describe() const;
+
+  // Every setting, in the table's order.
+  struct Row {
+    const char* name;
+    std::string value;
+    const char* source;  // "environment" or "default"
+  };
+  std::vector<Row> rows() const;
+  // One line per setting (prefix, NAME=value (source)), as the info output prints it.
+  std::string describe(const char* prefix) const;
+
+ private:
+  std::vector<bool> from_environment_;  // by row of the table
 };
 
 const char* to_string(NetworkChoice choice);
 const char* to_string(HelperMode mode);
 const char* to_string(ProtocolChoice choice);
-const char* to_string(StridedChoice choice);
 
 }  // namespace armci

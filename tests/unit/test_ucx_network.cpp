@@ -35,8 +35,7 @@ std::span<const std::byte> bytes_of(const std::string& s) {
 class UcxNetworkTest : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
-    ::setenv("ARMCI_UCX_ERR_MODE", GetParam(), 1);
-    net = make_ucx_network(0, 1);
+    net = make_ucx_network(0, 1, UcxOptions{std::string(GetParam()) == "peer"});
     std::vector<std::vector<std::byte>> addrs{net->local_address()};
     ASSERT_FALSE(addrs[0].empty());
     net->set_peer_addresses(std::move(addrs));
@@ -425,12 +424,6 @@ TEST(UcxNetworkPeers, EmptyAddressIsLogicError) {
 
 TEST(UcxNetworkPeers, BadRankRejected) {
   EXPECT_THROW(make_ucx_network(2, 2), std::invalid_argument);
-}
-
-TEST(UcxNetworkPeers, BadErrModeRejected) {
-  ::setenv("ARMCI_UCX_ERR_MODE", "bogus", 1);
-  EXPECT_THROW(make_ucx_network(0, 1), std::invalid_argument);
-  ::unsetenv("ARMCI_UCX_ERR_MODE");
 }
 
 }  // namespace

@@ -60,32 +60,6 @@ std::span<const std::byte> bytes_of(const std::string& s) {
 
 std::uint64_t addr(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
 
-// Sets environment variables for the lifetime of the object.
-class ScopedEnv {
- public:
-  ScopedEnv(std::initializer_list<std::pair<const char*, const char*>> vars) {
-    for (auto& [k, v] : vars) {
-      const char* old = std::getenv(k);
-      saved_.push_back({k, old ? std::string(old) : std::string(), old != nullptr});
-      ::setenv(k, v, 1);
-    }
-  }
-  ~ScopedEnv() {
-    for (auto& s : saved_) {
-      if (s.had) ::setenv(s.name, s.value.c_str(), 1);
-      else ::unsetenv(s.name);
-    }
-  }
-
- private:
-  struct Saved {
-    const char* name;
-    std::string value;
-    bool had;
-  };
-  std::vector<Saved> saved_;
-};
-
 // Drives `net` the way the core's progress thread does: progress, arm, and
 // sleep on the descriptor. Returns the number of sleeps, or -1 on timeout.
 // `spins` counts arm_wakeup() refusals (it must not busy-loop).
@@ -368,9 +342,12 @@ TEST_F(VerbsSelf, SplitsByMessageSizeAndSge) {
   net.reset();
   handles.clear();
   keys.clear();
-  ScopedEnv env{{"ARMCI_VERBS_MAX_MSG", "4096"}, {"ARMCI_VERBS_MAX_SGE", "2"},
-                {"ARMCI_VERBS_SQ_DEPTH", "8"}, {"ARMCI_VERBS_RD_ATOMIC", "2"}};
-  net = make_verbs_network(0, 1);
+  VerbsOptions options;
+  options.max_msg = 4096;
+  options.max_sge = 2;
+  options.sq_depth = 8;
+  options.rd_atomic = 2;
+  net = make_verbs_network(0, 1, options);
   net->set_peer_addresses({net->local_address()});
   EXPECT_EQ(net->capabilities().max_sge, 2u);
   EXPECT_LE(net->capabilities().max_inline, 4096u);
@@ -790,18 +767,15 @@ TEST(VerbsPeers, ArgumentsChecked) {
   EXPECT_THROW(net->put(1, {&s, 1}, addr(buf.data()), k, c), std::logic_error);
   EXPECT_THROW(net->put(2, {&s, 1}, addr(buf.data()), k, c), std::logic_error);
   EXPECT_TRUE(c.done());
-  {
-    ScopedEnv env{{"ARMCI_VERBS_RECV_SIZE", "lots"}};
-    EXPECT_THROW(make_verbs_network(0, 1), std::invalid_argument);
-  }
   net->release_remote_key(k);
   net->deregister_memory(h);
 }
 
 TEST(VerbsPeers, UnansweredHandshakeFailsWithoutHanging) {
   REQUIRE_DEVICE();
-  ScopedEnv env{{"ARMCI_VERBS_CONNECT_TIMEOUT", "2"}};
-  auto net = make_verbs_network(0, 2);
+  VerbsOptions options;
+  options.connect_timeout = 2;
+  auto net = make_verbs_network(0, 2, options);
   // Peer 1 "lives" at a UD QP number nobody owns.
   auto ghost = net->local_address();
   std::uint32_t qpn;

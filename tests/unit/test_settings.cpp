@@ -1,0 +1,77 @@
+// The settings table: every ARMCI_* variable, the layers' included, parsed
+// in one place, shown with its value and where it came from, and a bad
+// value named in the error.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "src/core/settings.hpp"
+
+namespace armci {
+namespace {
+
+// Sets one variable for the lifetime of the object.
+class ScopedVariable {
+ public:
+  ScopedVariable(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedVariable() {
+    if (old_.empty()) ::unsetenv(name_);
+    else ::setenv(name_, old_.c_str(), 1);
+  }
+
+ private:
+  const char* name_;
+  std::string old_;
+};
+
+const Settings::Row* row(const std::vector<Settings::Row>& rows, const std::string& name) {
+  for (const Settings::Row& r : rows)
+    if (name == r.name) return &r;
+  return nullptr;
+}
+
+TEST(Settings, LayersSettingsReachTheirOptions) {
+  ScopedVariable device("ARMCI_VERBS_DEVICE", "rxe0");
+  ScopedVariable sge("ARMCI_VERBS_MAX_SGE", "0x4");
+  ScopedVariable errors("ARMCI_UCX_ERR_MODE", "peer");
+  const Settings s = Settings::from_environment();
+  EXPECT_EQ(s.network_options.verbs.device, "rxe0");
+  EXPECT_EQ(s.network_options.verbs.max_sge, 4u);
+  EXPECT_TRUE(s.network_options.ucx.detect_failures);
+  EXPECT_EQ(s.network_options.verbs.recv_size, platform::VerbsOptions{}.recv_size);
+}
+
+TEST(Settings, RowsShowValueAndSource) {
+  ScopedVariable offload("ARMCI_OFFLOAD_MIN", "off");
+  ScopedVariable helper("ARMCI_PROGRESS_THREAD", "0");
+  const std::vector<Settings::Row> rows = Settings::from_environment().rows();
+  ASSERT_NE(row(rows, "ARMCI_OFFLOAD_MIN"), nullptr);
+  EXPECT_EQ(row(rows, "ARMCI_OFFLOAD_MIN")->value, "off");
+  EXPECT_STREQ(row(rows, "ARMCI_OFFLOAD_MIN")->source, "environment");
+  EXPECT_EQ(row(rows, "ARMCI_HELPER")->value, "none");  // the old spelling still works
+  EXPECT_STREQ(row(rows, "ARMCI_HELPER")->source, "default");
+  EXPECT_EQ(row(rows, "ARMCI_ACC_CHUNK")->value, "65536");
+  EXPECT_EQ(row(rows, "ARMCI_VERBS_GID_INDEX")->value, "auto");
+  EXPECT_NE(row(rows, "ARMCI_VERBS_REG_CACHE"), nullptr);
+  const std::string text = Settings::from_environment().describe("> ");
+  EXPECT_NE(text.find("> ARMCI_OFFLOAD_MIN=off (environment)\n"), std::string::npos) << text;
+}
+
+TEST(SettingsDeathTest, BadValueNamesTheVariableAndTheRange) {
+  ScopedVariable bad("ARMCI_VERBS_RECV_SIZE", "lots");
+  EXPECT_EXIT(Settings::from_environment(), ::testing::ExitedWithCode(1),
+              "ARMCI_Init: setting ARMCI_VERBS_RECV_SIZE='lots' is not an integer in \\[256, 1073741824\\]");
+}
+
+TEST(SettingsDeathTest, BadChoiceListsTheChoices) {
+  ScopedVariable bad("ARMCI_UCX_ERR_MODE", "bogus");
+  EXPECT_EXIT(Settings::from_environment(), ::testing::ExitedWithCode(1),
+              "setting ARMCI_UCX_ERR_MODE='bogus' is not one of none, peer");
+}
+
+}  // namespace
+}  // namespace armci
