@@ -29,6 +29,7 @@ struct NetworkHeader {
   std::uint8_t channel;
   std::int32_t tag;
   std::uint64_t total;
+  std::uint64_t sequence;
 };
 
 }  // namespace
@@ -55,7 +56,7 @@ Collectives::Collectives(const Peers& peers, Memory& memory, Progress& progress,
         {
           std::lock_guard guard(queues_mutex_);
           queue(static_cast<Channel>(h.channel), source)
-              .push_back({h.tag, h.total, std::vector<std::byte>(payload.begin(), payload.end())});
+              .emplace(h.sequence, Arrived{h.tag, h.total, std::vector<std::byte>(payload.begin(), payload.end())});
         }
         messages_.send_ack(source, kind_, 0);
       },
@@ -101,11 +102,13 @@ void Collectives::send(Channel channel, int to, int tag, const void* data, std::
 }
 
 void Collectives::send_network(Channel channel, int to, int tag, const std::byte* data, std::size_t bytes) {
-  NetworkHeader header{static_cast<std::uint8_t>(channel), tag, bytes};
+  NetworkHeader header{static_cast<std::uint8_t>(channel), tag, bytes, 0};
   platform::Completion sent;
+  std::uint64_t& sequence = counter(sent_, channel, to);
   std::size_t offset = 0;
   do {
     const std::size_t piece = std::min(network_piece_, bytes - offset);
+    header.sequence = ++sequence;
     messages_.expect_answer(to);
     progress_.with_network([&](platform::Network& net) {
       net.send_message(to, kind_, std::as_bytes(std::span(&header, 1)), std::span(data + offset, piece), sent);
@@ -144,15 +147,19 @@ std::size_t Collectives::receive(const char* call, Channel channel, int from, in
 
 std::size_t Collectives::receive_network(const char* call, Channel channel, int from, int tag, std::byte* data,
                                          std::size_t capacity) {
-  std::deque<Arrived>& arrived = queue(channel, from);
+  std::map<std::uint64_t, Arrived>& arrived = queue(channel, from);
+  std::uint64_t& received = counter(received_, channel, from);
   auto next = [&] {
+    const std::uint64_t sequence = received + 1;
     progress_.until([&] {
       std::lock_guard guard(queues_mutex_);
-      return !arrived.empty();
+      return arrived.count(sequence) != 0;
     });
     std::lock_guard guard(queues_mutex_);
-    Arrived piece = std::move(arrived.front());
-    arrived.pop_front();
+    auto found = arrived.find(sequence);
+    Arrived piece = std::move(found->second);
+    arrived.erase(found);
+    received = sequence;
     return piece;
   };
   Arrived piece = next();
@@ -176,7 +183,7 @@ bool Collectives::waiting(Channel channel, int from) {
     return slot_at(peers_.rank(), channel, from)->posted.load(std::memory_order_acquire) ==
            counter(received_, channel, from) + 1;
   std::lock_guard guard(queues_mutex_);
-  return !queue(channel, from).empty();
+  return queue(channel, from).count(counter(received_, channel, from) + 1) != 0;
 }
 
 int Collectives::wait_any(Channel channel) {

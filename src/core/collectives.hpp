@@ -12,7 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
+#include <map>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -90,7 +90,9 @@ class Collectives {
   void send_network(Channel channel, int to, int tag, const std::byte* data, std::size_t bytes);
   std::size_t receive_network(const char* call, Channel channel, int from, int tag, std::byte* data,
                               std::size_t capacity);
-  std::deque<Arrived>& queue(Channel channel, int from) {
+  // Pieces that came through the network, by sequence number: the layer
+  // may reorder messages of different sizes (eager and rendezvous).
+  std::map<std::uint64_t, Arrived>& queue(Channel channel, int from) {
     return queues_[static_cast<std::size_t>(channel) * static_cast<std::size_t>(peers_.size()) +
                    static_cast<std::size_t>(from)];
   }
@@ -112,10 +114,10 @@ class Collectives {
   std::vector<int> node_index_;           // per rank: index among its node's members
   int node_slots_ = 0;                    // slots per channel in an inbox
 
-  std::vector<std::uint64_t> sent_;      // per channel and rank: pieces sent
+  std::vector<std::uint64_t> sent_;      // per channel and rank: pieces sent (both paths)
   std::vector<std::uint64_t> received_;  // per channel and rank: pieces taken
   std::mutex queues_mutex_;              // handlers run on whichever thread progresses
-  std::vector<std::deque<Arrived>> queues_;
+  std::vector<std::map<std::uint64_t, Arrived>> queues_;
   int any_next_ = 0;  // where wait_any starts looking, so no sender starves
 };
 
