@@ -7,6 +7,7 @@ packages=(
   libpmix-dev libucx-dev ucx-utils libibverbs-dev libtbb-dev libgtest-dev
   openmpi-bin libopenmpi-dev
   libarmci-mpi-dev   # the ARMCI-MPI reference the benchmarks compare with
+  libglobalarrays-dev libscalapack-openmpi-dev gfortran # Global Arrays on this library (tests/ga; ga-config names scalapack)
   python3-matplotlib # benchmarks/plot.py: the CSVs as PNG charts (the demo draws one)
 )
 missing=()
