@@ -22,8 +22,9 @@ int ARMCIX_Group_dup(ARMCI_Group *parent, ARMCI_Group *new_group);
 /* Mutex handles: sets of mutexes that coexist (with each other and with
  * ARMCI_Create_mutexes' set), so libraries can have their own. Create and
  * destroy are collective over the group (NULL: the default group); each
- * member hosts `count` mutexes; proc is a rank of that group. Lock waits in
- * FIFO order; Trylock returns 1 when it took the mutex, 0 when it was held.
+ * member hosts `count` mutexes (counts may differ); proc is a rank of that
+ * group. Lock waits in FIFO order (the queue lock of ARMCI_Lock); Trylock
+ * returns 1 when it took the mutex, 0 when it was held or waited for.
  * Unlock completes this rank's outstanding Puts and Accs first. */
 typedef struct armcix_mutex_hdl_s *armcix_mutex_hdl_t;
 

@@ -6,7 +6,10 @@
  *  - two disjoint groups (even and odd ranks) allocating, writing and
  *    freeing at the same time, rounds of different sizes, checked data;
  *  - ARMCI_Group_create_child, ARMCIX_Group_split (reversed keys),
- *    ARMCIX_Group_dup, group barriers and reductions, a group as default. */
+ *    ARMCIX_Group_dup, group barriers and reductions, a group as default;
+ *  - ARMCIX mutex handles on the world and on each of two disjoint groups
+ *    at once, beside ARMCI_Create_mutexes' set: locked increments with no
+ *    update lost, Trylock of a held and of a free mutex. */
 #include "mp_common.h"
 
 #include <string.h>
@@ -85,6 +88,44 @@ static void group_memory(ARMCI_Group *g, int rounds) {
   free(bases);
 }
 
+/* Every member adds 1 to a counter at group rank `home`, ROUNDS times,
+ * under mutex 0 of home in the handle (Get, add, Put: a lost update shows). */
+static void locked_increments(armcix_mutex_hdl_t hdl, ARMCI_Group *g) {
+  enum { ROUNDS = 40 };
+  int n, me;
+  ARMCI_Group_size(g, &n);
+  ARMCI_Group_rank(g, &me);
+  void **bases = malloc(sizeof(void *) * (size_t)n);
+  MP_CHECK_INT(0, ARMCI_Malloc_group(bases, sizeof(long), g));
+  *(long *)bases[me] = 0;
+  armci_msg_group_barrier(g);
+  const int home = n - 1, home_world = ARMCI_Absolute_id(g, home);
+  for (int k = 0; k < ROUNDS; ++k) {
+    ARMCIX_Lock_hdl(hdl, 0, home);
+    long v = -1;
+    MP_CHECK_INT(0, ARMCI_Get(bases[home], &v, sizeof v, home_world));
+    v += 1;
+    MP_CHECK_INT(0, ARMCI_Put(&v, bases[home], sizeof v, home_world));
+    ARMCIX_Unlock_hdl(hdl, 0, home);
+  }
+  armci_msg_group_barrier(g);
+  if (me == home) MP_CHECK_INT((long)ROUNDS * n, *(long *)bases[me]);
+  /* Trylock: a held mutex is refused, a free one taken. */
+  if (me == 0) ARMCIX_Lock_hdl(hdl, 0, 0);
+  armci_msg_group_barrier(g);
+  if (me != 0) MP_CHECK_INT(0, ARMCIX_Trylock_hdl(hdl, 0, 0));
+  armci_msg_group_barrier(g);
+  if (me == 0) ARMCIX_Unlock_hdl(hdl, 0, 0);
+  armci_msg_group_barrier(g);
+  if (me == n - 1) {
+    MP_CHECK_INT(1, ARMCIX_Trylock_hdl(hdl, 0, 0));
+    ARMCIX_Unlock_hdl(hdl, 0, 0);
+  }
+  armci_msg_group_barrier(g);
+  MP_CHECK_INT(0, ARMCI_Free_group(bases[me], g));
+  free(bases);
+}
+
 int main(int argc, char **argv) {
   mp_init(&argc, &argv);
   MP_CHECK_INT(0, ARMCI_Init()); /* a second Init is harmless */
@@ -158,6 +199,20 @@ int main(int argc, char **argv) {
   MP_CHECK_DBL(1.5 * n_split, d);
   ARMCI_Group_free(&dup);
   ARMCI_Group_free(&split);
+
+  /* Mutex handles: the world's, then one per parity group at the same
+   * time, all beside ARMCI_Create_mutexes' set. */
+  MP_CHECK_INT(0, ARMCI_Create_mutexes(1));
+  armcix_mutex_hdl_t world_mutexes = ARMCIX_Create_mutexes_hdl(1 + mp_me % 2, &world);
+  MP_CHECK(world_mutexes != NULL, "ARMCIX_Create_mutexes_hdl returned NULL");
+  locked_increments(world_mutexes, &world);
+  armcix_mutex_hdl_t group_mutexes = ARMCIX_Create_mutexes_hdl(2, mine);
+  ARMCI_Lock(0, 0); /* the plain set is independent of the handles */
+  ARMCI_Unlock(0, 0);
+  locked_increments(group_mutexes, mine);
+  MP_CHECK_INT(0, ARMCIX_Destroy_mutexes_hdl(group_mutexes));
+  MP_CHECK_INT(0, ARMCIX_Destroy_mutexes_hdl(world_mutexes));
+  MP_CHECK_INT(0, ARMCI_Destroy_mutexes());
 
   const int neighbours = armci_domain_nprocs(ARMCI_DOMAIN_SMP, armci_domain_my_id(ARMCI_DOMAIN_SMP)) > 1;
   MP_CHECK_INT(ARMCI_Uses_shm() && neighbours, ARMCI_Uses_shm_grp(&world));
