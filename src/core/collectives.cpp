@@ -64,7 +64,8 @@ Collectives::Collectives(const Peers& peers, Memory& memory, Progress& progress,
   if (progress_.has_network())
     network_piece_ = std::min<std::size_t>(kSlotBytes, progress_.capabilities().max_message - sizeof(NetworkHeader) - 64);
 
-  inboxes_ = memory_.collective_allocate(kChannels * static_cast<std::size_t>(node_slots_) * sizeof(Slot), true);
+  inboxes_ = memory_.collective_allocate(kChannels * static_cast<std::size_t>(node_slots_) * kDepth * sizeof(Slot),
+                                         true);
   inbox_local_.assign(n, nullptr);
   for (int r = 0; r < peers_.size(); ++r)
     if (!peers_.reached_by_network(r)) inbox_local_[static_cast<std::size_t>(r)] = inboxes_->local(peers_, r);
@@ -74,10 +75,11 @@ Collectives::~Collectives() {
   if (inboxes_) memory_.free_allocation(*inboxes_);
 }
 
-Collectives::Slot* Collectives::slot_at(int receiver, Channel channel, int sender) const {
+Collectives::Slot* Collectives::slot_at(int receiver, Channel channel, int sender, std::uint64_t sequence) const {
   auto* slots = reinterpret_cast<Slot*>(inbox_local_[static_cast<std::size_t>(receiver)]);
-  return &slots[static_cast<std::size_t>(channel) * static_cast<std::size_t>(node_slots_) +
-                static_cast<std::size_t>(node_index_[static_cast<std::size_t>(sender)])];
+  const std::size_t pair = static_cast<std::size_t>(channel) * static_cast<std::size_t>(node_slots_) +
+                           static_cast<std::size_t>(node_index_[static_cast<std::size_t>(sender)]);
+  return &slots[pair * kDepth + static_cast<std::size_t>((sequence - 1) % kDepth)];
 }
 
 // ------------------------------------------------------------------ point to point
@@ -85,13 +87,15 @@ Collectives::Slot* Collectives::slot_at(int receiver, Channel channel, int sende
 void Collectives::send(Channel channel, int to, int tag, const void* data, std::size_t bytes) {
   const auto* from = static_cast<const std::byte*>(data);
   if (!local(to)) return send_network(channel, to, tag, from, bytes);
-  Slot* slot = slot_at(to, channel, peers_.rank());
   std::uint64_t& sent = counter(sent_, channel, to);
   std::size_t offset = 0;
   do {
     const std::size_t piece = std::min(kSlotBytes, bytes - offset);
     const std::uint64_t sequence = ++sent;
-    progress_.until([&] { return slot->taken.load(std::memory_order_acquire) == sequence - 1; });
+    Slot* slot = slot_at(to, channel, peers_.rank(), sequence);
+    // Free once the receiver took the piece that used it kDepth pieces ago.
+    const std::uint64_t previous = sequence > kDepth ? sequence - kDepth : 0;
+    progress_.until([&] { return slot->taken.load(std::memory_order_acquire) == previous; });
     if (piece > 0) std::memcpy(slot->data, from + offset, piece);
     slot->bytes = piece;
     slot->total = bytes;
@@ -122,12 +126,12 @@ std::size_t Collectives::receive(const char* call, Channel channel, int from, in
                                  std::size_t capacity) {
   auto* into = static_cast<std::byte*>(data);
   if (!local(from)) return receive_network(call, channel, from, tag, into, capacity);
-  Slot* slot = slot_at(peers_.rank(), channel, from);
   std::uint64_t& received = counter(received_, channel, from);
   std::size_t offset = 0;
   std::size_t total = 0;
   do {
     const std::uint64_t sequence = received + 1;
+    Slot* slot = slot_at(peers_.rank(), channel, from, sequence);
     progress_.until([&] { return slot->posted.load(std::memory_order_acquire) == sequence; });
     if (offset == 0) {
       total = slot->total;
@@ -179,11 +183,10 @@ std::size_t Collectives::receive_network(const char* call, Channel channel, int 
 }
 
 bool Collectives::waiting(Channel channel, int from) {
-  if (local(from))
-    return slot_at(peers_.rank(), channel, from)->posted.load(std::memory_order_acquire) ==
-           counter(received_, channel, from) + 1;
+  const std::uint64_t next = counter(received_, channel, from) + 1;
+  if (local(from)) return slot_at(peers_.rank(), channel, from, next)->posted.load(std::memory_order_acquire) == next;
   std::lock_guard guard(queues_mutex_);
-  return queue(channel, from).count(counter(received_, channel, from) + 1) != 0;
+  return queue(channel, from).count(next) != 0;
 }
 
 int Collectives::wait_any(Channel channel) {

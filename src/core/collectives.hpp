@@ -51,8 +51,8 @@ class Collectives {
   Collectives& operator=(const Collectives&) = delete;
 
   // A message of bytes to world rank `to`. Returns once the data may be
-  // reused; waits while the previous message to `to` on this channel has
-  // not been taken (a channel holds one slot's worth per pair).
+  // reused; waits while the receiver has not taken the piece sent kDepth
+  // pieces earlier (a channel holds kDepth slots per pair).
   void send(Channel channel, int to, int tag, const void* data, std::size_t bytes);
   // The next message from `from` on this channel, into data; its length is
   // returned. Fails naming call when it is longer than capacity or carries
@@ -73,8 +73,11 @@ class Collectives {
   // Everyone's record, by team index.
   std::vector<std::vector<std::byte>> allgather(const Team& team, std::span<const std::byte> mine);
 
-  // Bytes one slot carries; longer messages go in pieces.
-  static constexpr std::size_t kSlotBytes = 32 * 1024;
+  // Bytes one slot carries; longer messages go in pieces, up to kDepth of
+  // them ahead of the receiver (each handover costs a wake-up of the other
+  // side: fewer, larger pieces in flight matter on a loaded machine).
+  static constexpr std::size_t kSlotBytes = 64 * 1024;
+  static constexpr int kDepth = 4;
 
  private:
   struct Slot;
@@ -84,7 +87,8 @@ class Collectives {
     std::vector<std::byte> bytes;
   };
 
-  Slot* slot_at(int receiver, Channel channel, int sender) const;
+  // The slot piece `sequence` (from 1) from sender to receiver goes through.
+  Slot* slot_at(int receiver, Channel channel, int sender, std::uint64_t sequence) const;
   bool local(int proc) const { return inbox_local_[static_cast<std::size_t>(proc)] != nullptr; }
   bool waiting(Channel channel, int from);
   void send_network(Channel channel, int to, int tag, const std::byte* data, std::size_t bytes);
