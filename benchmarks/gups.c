@@ -5,7 +5,7 @@
  *
  *   lock   get-modify-put under an ARMCI mutex (64 mutexes per rank, chosen by
  *          the word's offset): T[i] ^= r, HPCC's own update;
- *   acc    ARMCI_NbAcc(ARMCI_LONG, scale 1) of r, at most 1024 in flight per
+ *   acc    ARMCI_NbAcc(ARMCI_ACC_LNG, scale 1) of r, at most 1024 in flight per
  *          rank (ARMCI_WaitAll every 1024): T[i] += r. An Acc adds, it cannot
  *          xor, so this variant (and the next) use the addition rule;
  *   fadd   ARMCI_Rmw(ARMCI_FETCH_AND_ADD_LONG) of d = r mod 2^30 (the Rmw

@@ -32,20 +32,20 @@ extern "C" {
 
 #define ARMCI_LIBARMCI 1
 
-/* Data types of ARMCI_Acc. The values are those of ARMCI (and ARMCI-MPI). */
-#define ARMCI_ACC_INT 0
-#define ARMCI_ACC_LNG 1
-#define ARMCI_ACC_FLT 2
-#define ARMCI_ACC_DBL 3
-#define ARMCI_ACC_CPL 4
-#define ARMCI_ACC_DCP 5
+/* Data types of ARMCI_Acc (the values of ARMCI and ARMCI-MPI 0.3.1). The
+ * short names ARMCI_INT, ARMCI_LONG, ARMCI_FLOAT, ARMCI_DOUBLE are NOT Acc
+ * types: as in ARMCI-MPI they are the armci_msg data types of <message.h>
+ * (ARMCI_FLOAT is 3 there, ARMCI_ACC_FLT is 2). */
+enum ARMCI_Acc_e { ARMCI_ACC_INT, ARMCI_ACC_LNG, ARMCI_ACC_FLT, ARMCI_ACC_DBL, ARMCI_ACC_CPL, ARMCI_ACC_DCP };
 
-#define ARMCI_INT    ARMCI_ACC_INT
-#define ARMCI_LONG   ARMCI_ACC_LNG
-#define ARMCI_FLOAT  ARMCI_ACC_FLT
-#define ARMCI_DOUBLE ARMCI_ACC_DBL
-#define ARMCI_SCPL   ARMCI_ACC_CPL
-#define ARMCI_DCPL   ARMCI_ACC_DCP
+/* MPI_Comm when <mpi.h> came before this header, else a pointer-sized
+ * stand-in: the library itself needs no MPI, and Open MPI's handles are
+ * pointers, so both spellings have one layout. */
+#if defined(MPI_VERSION)
+typedef MPI_Comm armci_mpi_comm_t;
+#else
+typedef void *armci_mpi_comm_t;
+#endif
 
 typedef long armci_size_t;
 
@@ -77,6 +77,10 @@ typedef struct {
 int ARMCI_Init(void);
 int ARMCI_Init_args(int *argc, char ***argv);
 int ARMCI_Initialized(void);
+/* Thread levels are those of MPI; every level is served (the library takes
+ * its own locks), and the level reached is returned. */
+int ARMCI_Init_thread(int armci_requested);
+/* Finalize twice, or without Init, does nothing. */
 int ARMCI_Finalize(void);
 /* Releases node-shared segments; safe to call at any time, also from a
  * signal or error path. */
@@ -85,9 +89,24 @@ void ARMCI_Cleanup(void);
 void ARMCI_Error(const char *msg, int code);
 
 /* Collective allocation: base_ptrs[i] receives rank i's base address (NULL
- * for a rank that asked for 0 bytes). */
+ * for a rank that asked for 0 bytes). ARMCI_Free is collective too; a rank
+ * whose part was empty passes NULL, and when every rank passes NULL (all
+ * asked for 0 bytes) nothing happens. */
 int ARMCI_Malloc(void **base_ptrs, armci_size_t bytes);
 int ARMCI_Free(void *ptr);
+/* As ARMCI_Malloc/ARMCI_Free; the device name is accepted and ignored
+ * (every part is host memory). */
+int ARMCI_Malloc_memdev(void **base_ptrs, armci_size_t bytes, const char *device);
+int ARMCI_Free_memdev(void *ptr);
+/* Accepted for ARMCI-MPI compatibility; segments are sized by allocation. */
+void ARMCI_Set_shm_limit(unsigned long shmemlimit);
+/* Direct load/store access to this rank's own part between begin and end
+ * (a no-op here: own parts are always coherent with ARMCI operations that
+ * completed). */
+void ARMCI_Access_begin(void *ptr);
+void ARMCI_Access_end(void *ptr);
+/* Local copy of size bytes (memcpy with ARMCI's argument order). */
+void ARMCI_Copy(void *src, void *dst, int size);
 /* Local memory that is registered for fast transfers. */
 void *ARMCI_Malloc_local(armci_size_t bytes);
 int ARMCI_Free_local(void *ptr);
@@ -237,6 +256,46 @@ int ARMCI_PutS_flag(void *src_ptr, int src_stride_ar[/*stride_levels*/], void *d
 int armci_notify(int proc);
 int armci_notify_wait(int proc, int *pval);
 
+/* Process groups (ARMCI-MPI 0.3.1 layout, 40 bytes: Debian's Global Arrays
+ * reads `comm` directly). `comm` holds an MPI communicator of the members
+ * when the program has initialised MPI before the group was made, else
+ * NULL. grp_to_abs[i] is the world rank of group rank i, abs_to_grp[w] the
+ * group rank of world rank w (-1 outside); rank is -1 at a non-member. The
+ * other fields are the library's. ARMCI_Group_create and _create_child are
+ * collective over the parent group (the default group for _create); a rank
+ * outside pid_list gets a group it is not a member of. */
+typedef struct {
+  union { armci_mpi_comm_t comm; void *armci_comm_storage; };
+  union { armci_mpi_comm_t noncoll_pgroup_comm; void *armci_group_private; };
+  int *grp_to_abs;
+  int *abs_to_grp;
+  int rank;
+  int size;
+} ARMCI_Group;
+
+void ARMCI_Group_create(int grp_size, int *pid_list, ARMCI_Group *group_out);
+void ARMCI_Group_create_child(int grp_size, int *pid_list, ARMCI_Group *group_out, ARMCI_Group *group_parent);
+/* Collective over the group's members. */
+void ARMCI_Group_free(ARMCI_Group *group);
+/* *rank = this process's rank in the group (-1 outside it); returns 0. */
+int ARMCI_Group_rank(ARMCI_Group *group, int *rank);
+void ARMCI_Group_size(ARMCI_Group *group, int *size);
+/* The default group is the one ARMCI_Group_create's parent and SCOPE_ALL
+ * collectives refer to (the world until set otherwise). */
+void ARMCI_Group_set_default(ARMCI_Group *group);
+void ARMCI_Group_get_default(ARMCI_Group *group_out);
+void ARMCI_Group_get_world(ARMCI_Group *group_out);
+/* The world rank of group rank group_rank. */
+int ARMCI_Absolute_id(ARMCI_Group *group, int group_rank);
+/* ARMCI_Malloc over the group's members: ptr_arr is indexed by group rank.
+ * Disjoint groups may allocate at the same time. */
+int ARMCI_Malloc_group(void **ptr_arr, armci_size_t bytes, ARMCI_Group *group);
+int ARMCI_Free_group(void *ptr, ARMCI_Group *group);
+int ARMCI_Malloc_group_memdev(void **ptr_arr, armci_size_t bytes, ARMCI_Group *group, const char *device);
+/* 1 when the group's members on this node reach each other through shared
+ * memory. */
+int ARMCI_Uses_shm_grp(ARMCI_Group *group);
+
 /* Topology. */
 enum armci_domain_e { ARMCI_DOMAIN_SMP };
 typedef int armci_domain_t;
@@ -252,13 +311,105 @@ int ARMCI_Same_node(int proc);
 /* 1 when same-node peers are reached through shared memory. */
 int ARMCI_Uses_shm(void);
 
-/* Process identity (as the armci_msg_* calls of ARMCI). */
-int armci_msg_me(void);
-int armci_msg_nproc(void);
-void armci_msg_barrier(void);
+/* The profiling interface: every call above also exists as PARMCI_x (armci_x
+ * as parmci_x), and the ARMCI_x names are weak aliases of them, so a
+ * profiler or a wrapper defines ARMCI_x and calls PARMCI_x. */
+int PARMCI_Init(void);
+int PARMCI_Init_args(int *argc, char ***argv);
+int PARMCI_Initialized(void);
+int PARMCI_Init_thread(int armci_requested);
+int PARMCI_Finalize(void);
+void PARMCI_Cleanup(void);
+void PARMCI_Error(const char *msg, int code);
+int PARMCI_Malloc(void **base_ptrs, armci_size_t bytes);
+int PARMCI_Free(void *ptr);
+int PARMCI_Malloc_memdev(void **base_ptrs, armci_size_t bytes, const char *device);
+int PARMCI_Free_memdev(void *ptr);
+void PARMCI_Set_shm_limit(unsigned long shmemlimit);
+void PARMCI_Access_begin(void *ptr);
+void PARMCI_Access_end(void *ptr);
+void PARMCI_Copy(void *src, void *dst, int size);
+void *PARMCI_Malloc_local(armci_size_t bytes);
+int PARMCI_Free_local(void *ptr);
+int PARMCI_Put(void *src, void *dst, int bytes, int proc);
+int PARMCI_Get(void *src, void *dst, int bytes, int proc);
+int PARMCI_Acc(int datatype, void *scale, void *src, void *dst, int bytes, int proc);
+void PARMCI_INIT_HANDLE(armci_hdl_t *handle);
+void PARMCI_SET_AGGREGATE_HANDLE(armci_hdl_t *handle);
+void PARMCI_UNSET_AGGREGATE_HANDLE(armci_hdl_t *handle);
+int PARMCI_NbPut(void *src, void *dst, int bytes, int proc, armci_hdl_t *handle);
+int PARMCI_NbGet(void *src, void *dst, int bytes, int proc, armci_hdl_t *handle);
+int PARMCI_NbAcc(int datatype, void *scale, void *src, void *dst, int bytes, int proc, armci_hdl_t *handle);
+int PARMCI_Wait(armci_hdl_t *handle);
+int PARMCI_Test(armci_hdl_t *handle);
+int PARMCI_WaitProc(int proc);
+int PARMCI_WaitAll(void);
+void PARMCI_Fence(int proc);
+void PARMCI_AllFence(void);
+void PARMCI_Barrier(void);
+int PARMCI_PutS(void *src_ptr, int src_stride_ar[], void *dst_ptr, int dst_stride_ar[], int count[], int stride_levels, int proc);
+int PARMCI_GetS(void *src_ptr, int src_stride_ar[], void *dst_ptr, int dst_stride_ar[], int count[], int stride_levels, int proc);
+int PARMCI_AccS(int datatype, void *scale, void *src_ptr, int src_stride_ar[], void *dst_ptr, int dst_stride_ar[], int count[], int stride_levels, int proc);
+int PARMCI_NbPutS(void *src_ptr, int src_stride_ar[], void *dst_ptr, int dst_stride_ar[], int count[], int stride_levels, int proc, armci_hdl_t *handle);
+int PARMCI_NbGetS(void *src_ptr, int src_stride_ar[], void *dst_ptr, int dst_stride_ar[], int count[], int stride_levels, int proc, armci_hdl_t *handle);
+int PARMCI_NbAccS(int datatype, void *scale, void *src_ptr, int src_stride_ar[], void *dst_ptr, int dst_stride_ar[], int count[], int stride_levels, int proc, armci_hdl_t *handle);
+int PARMCI_PutV(armci_giov_t *iov, int iov_len, int proc);
+int PARMCI_GetV(armci_giov_t *iov, int iov_len, int proc);
+int PARMCI_AccV(int datatype, void *scale, armci_giov_t *iov, int iov_len, int proc);
+int PARMCI_NbPutV(armci_giov_t *iov, int iov_len, int proc, armci_hdl_t *handle);
+int PARMCI_NbGetV(armci_giov_t *iov, int iov_len, int proc, armci_hdl_t *handle);
+int PARMCI_NbAccV(int datatype, void *scale, armci_giov_t *iov, int iov_len, int proc, armci_hdl_t *handle);
+int PARMCI_PutValueInt(int src, void *dst, int proc);
+int PARMCI_PutValueLong(long src, void *dst, int proc);
+int PARMCI_PutValueFloat(float src, void *dst, int proc);
+int PARMCI_PutValueDouble(double src, void *dst, int proc);
+int PARMCI_NbPutValueInt(int src, void *dst, int proc, armci_hdl_t *handle);
+int PARMCI_NbPutValueLong(long src, void *dst, int proc, armci_hdl_t *handle);
+int PARMCI_NbPutValueFloat(float src, void *dst, int proc, armci_hdl_t *handle);
+int PARMCI_NbPutValueDouble(double src, void *dst, int proc, armci_hdl_t *handle);
+int PARMCI_GetValueInt(void *src, int proc);
+long PARMCI_GetValueLong(void *src, int proc);
+float PARMCI_GetValueFloat(void *src, int proc);
+double PARMCI_GetValueDouble(void *src, int proc);
+int PARMCI_Rmw(int op, void *ploc, void *prem, int value, int proc);
+int PARMCI_Create_mutexes(int count);
+int PARMCI_Destroy_mutexes(void);
+void PARMCI_Lock(int mutex, int proc);
+void PARMCI_Unlock(int mutex, int proc);
+int PARMCI_Put_flag(void *src, void *dst, int bytes, int *flag, int value, int proc);
+int PARMCI_PutS_flag(void *src_ptr, int src_stride_ar[], void *dst_ptr, int dst_stride_ar[], int count[], int stride_levels, int *flag, int value, int proc);
+void PARMCI_Group_create(int grp_size, int *pid_list, ARMCI_Group *group_out);
+void PARMCI_Group_create_child(int grp_size, int *pid_list, ARMCI_Group *group_out, ARMCI_Group *group_parent);
+void PARMCI_Group_free(ARMCI_Group *group);
+int PARMCI_Group_rank(ARMCI_Group *group, int *rank);
+void PARMCI_Group_size(ARMCI_Group *group, int *size);
+void PARMCI_Group_set_default(ARMCI_Group *group);
+void PARMCI_Group_get_default(ARMCI_Group *group_out);
+void PARMCI_Group_get_world(ARMCI_Group *group_out);
+int PARMCI_Absolute_id(ARMCI_Group *group, int group_rank);
+int PARMCI_Malloc_group(void **ptr_arr, armci_size_t bytes, ARMCI_Group *group);
+int PARMCI_Free_group(void *ptr, ARMCI_Group *group);
+int PARMCI_Malloc_group_memdev(void **ptr_arr, armci_size_t bytes, ARMCI_Group *group, const char *device);
+int PARMCI_Uses_shm_grp(ARMCI_Group *group);
+int PARMCI_Same_node(int proc);
+int PARMCI_Uses_shm(void);
+void parmci_write_strided(void *ptr, int stride_levels, int stride_arr[], int count[], char *buf);
+void parmci_read_strided(void *ptr, int stride_levels, int stride_arr[], int count[], char *buf);
+int parmci_notify(int proc);
+int parmci_notify_wait(int proc, int *pval);
+int parmci_domain_nprocs(armci_domain_t domain, int id);
+int parmci_domain_id(armci_domain_t domain, int glob_proc_id);
+int parmci_domain_glob_proc_id(armci_domain_t domain, int id, int loc_proc_id);
+int parmci_domain_my_id(armci_domain_t domain);
+int parmci_domain_count(armci_domain_t domain);
+int parmci_domain_same_id(armci_domain_t domain, int proc);
 
 #ifdef __cplusplus
 }
 #endif
+
+/* The armci_msg_* calls (identity, collectives): ARMCI programs expect them
+ * from this header alone. */
+#include "message.h"
 
 #endif /* ARMCI_H_ */

@@ -9,6 +9,7 @@ packages=(
   openmpi-bin libopenmpi-dev
   gfortran           # the Fortran module (use armci), its tests and nas-kernels/cg_f
   libarmci-mpi-dev   # the ARMCI-MPI reference the benchmarks compare with
+  libglobalarrays-dev libscalapack-openmpi-dev gfortran # Global Arrays on this library (tests/ga; ga-config names scalapack)
   python3-matplotlib # benchmarks/plot.py: the CSVs as PNG charts (the demo draws one)
 )
 missing=()

@@ -24,8 +24,8 @@ void not_initialised(const char* call) {
 
 AccArgs acc_args(const char* call, int datatype, const void* scale) {
   if (acc_element_size(datatype) == 0)
-    fail(call, "argument 'datatype' (%d) is not an ARMCI Acc type (ARMCI_INT, ARMCI_LONG, "
-               "ARMCI_FLOAT, ARMCI_DOUBLE, ARMCI_SCPL, ARMCI_DCPL)", datatype);
+    fail(call, "argument 'datatype' (%d) is not an ARMCI Acc type (ARMCI_ACC_INT, ARMCI_ACC_LNG, "
+               "ARMCI_ACC_FLT, ARMCI_ACC_DBL, ARMCI_ACC_CPL, ARMCI_ACC_DCP)", datatype);
   if (scale == nullptr) fail(call, "argument 'scale' is NULL");
   return AccArgs{datatype, make_acc_scale(datatype, scale)};
 }
@@ -61,7 +61,8 @@ ARMCI_API(int, ARMCI_Init_args, (int* argc, char*** argv)) { return PARMCI_Init(
 ARMCI_API(int, ARMCI_Initialized, (void)) { return armci::Runtime::get() != nullptr; }
 
 ARMCI_API(int, ARMCI_Finalize, (void)) {
-  runtime("ARMCI_Finalize");
+  // A second Finalize (GA's and the program's both) has nothing to end.
+  if (armci::Runtime::get() == nullptr) return 0;
   armci::Runtime::finalize();
   return 0;
 }

@@ -77,7 +77,8 @@ std::string Memory::segment_name(int proc, std::uint64_t id) const {
 
 // ------------------------------------------------------------------ collective allocations
 
-std::unique_ptr<Allocation> Memory::collective_allocate(std::size_t bytes, bool synchronise) {
+std::unique_ptr<Allocation> Memory::collective_allocate(std::size_t bytes, bool synchronise,
+                                                        const Members* members) {
   auto allocation = std::make_unique<Allocation>();
   allocation->id = next_allocation_++;
   allocating_ = allocation->id;
@@ -108,6 +109,7 @@ std::unique_ptr<Allocation> Memory::collective_allocate(std::size_t bytes, bool 
   }
   RecordWriter record;
   record.add_bytes(std::as_bytes(std::span(failure.data(), failure.size())));
+  record.add<std::uint64_t>(allocation->id);
   record.add<std::uint64_t>(reinterpret_cast<std::uintptr_t>(allocation->own.address()));
   record.add<std::uint64_t>(bytes);
   std::vector<std::byte> packed;
@@ -120,10 +122,11 @@ std::unique_ptr<Allocation> Memory::collective_allocate(std::size_t bytes, bool 
     allocation->own_key = packed;
   }
   record.add_bytes(packed);
-  auto records = exchange_(record.bytes);
+  auto records = members ? members->exchange(record.bytes) : exchange_(record.bytes);
 
   std::string failures;
   for (const auto& theirs : records) {
+    if (theirs.empty()) continue;  // outside the group
     auto text = RecordReader(theirs).take_bytes();
     if (text.empty()) continue;
     if (!failures.empty()) failures += "; ";
@@ -135,20 +138,23 @@ std::unique_ptr<Allocation> Memory::collective_allocate(std::size_t bytes, bool 
   }
 
   const auto n = static_cast<std::size_t>(peers_.size());
+  allocation->ids.assign(n, 0);
   allocation->bases.assign(n, 0);
   allocation->sizes.assign(n, 0);
   allocation->mapped.resize(n);
   allocation->keys.assign(n, platform::RemoteKey{});
   for (int r = 0; r < peers_.size(); ++r) {
     const auto i = static_cast<std::size_t>(r);
+    if (records[i].empty()) continue;  // outside the group
     RecordReader in(records[i]);
     in.take_bytes();  // no failure: checked above
+    allocation->ids[i] = in.take<std::uint64_t>();
     allocation->bases[i] = in.take<std::uint64_t>();
     allocation->sizes[i] = in.take<std::uint64_t>();
     auto key = in.take_bytes();
     if (allocation->sizes[i] == 0) continue;
     if (peers_.kind(r) == PeerKind::shared_memory)
-      allocation->mapped[i] = platform::SharedSegment::attach(segment_name(r, allocation->id), allocation->sizes[i]);
+      allocation->mapped[i] = platform::SharedSegment::attach(segment_name(r, allocation->ids[i]), allocation->sizes[i]);
     // With a network every rank packs a key, and every key is unpacked:
     // self's and neighbours' too, for network atomics.
     if (!key.empty())
@@ -157,7 +163,8 @@ std::unique_ptr<Allocation> Memory::collective_allocate(std::size_t bytes, bool 
   // Every neighbour has mapped my segment once all have passed this point;
   // then its name can go, so a crash leaves nothing behind in /dev/shm.
   if (synchronise) {
-    barrier_();
+    if (members) members->barrier();
+    else barrier_();
     allocation->own.unlink();
   }
   allocating_ = 0;
@@ -179,16 +186,23 @@ void Memory::free_allocation(Allocation& allocation) {
 
 // ------------------------------------------------------------------ ARMCI_Malloc / ARMCI_Free
 
-std::vector<void*> Memory::allocate(const char* call, std::size_t bytes) {
+std::vector<void*> Memory::allocate(const char* call, std::size_t bytes, const Members* members) {
   std::unique_ptr<Allocation> allocation;
   try {
-    allocation = collective_allocate(bytes, true);
+    allocation = collective_allocate(bytes, true, members);
   } catch (const std::exception& e) {
     // A peer's death is the likelier cause of a failed exchange: say so.
     probe_liveness();
     fail(call, "allocating %zu bytes failed: %s", bytes, e.what());
   }
   std::vector<void*> bases(static_cast<std::size_t>(peers_.size()));
+  bool any_part = false;
+  for (std::size_t size : allocation->sizes) any_part |= size > 0;
+  if (!any_part) {
+    // Nothing to reach, and nothing by which ARMCI_Free could name it.
+    free_allocation(*allocation);
+    return bases;
+  }
   for (int r = 0; r < peers_.size(); ++r) {
     const auto i = static_cast<std::size_t>(r);
     bases[i] = reinterpret_cast<void*>(allocation->bases[i]);
@@ -209,9 +223,9 @@ std::vector<void*> Memory::allocate(const char* call, std::size_t bytes) {
   return bases;
 }
 
-void Memory::release(const char* call, void* my_base) {
+void Memory::release(const char* call, void* my_base, const Members* members) {
   // A rank whose part was empty passes NULL, so the ranks agree on which
-  // allocation goes by exchanging what each of them knows.
+  // allocation goes by exchanging the id each of them made its part under.
   std::int64_t mine = -1;
   if (my_base != nullptr) {
     auto found = allocation_of_base_.find(reinterpret_cast<std::uintptr_t>(my_base));
@@ -219,26 +233,42 @@ void Memory::release(const char* call, void* my_base) {
       fail(call, "argument 'ptr' (%p) is not the base of a live ARMCI_Malloc allocation", my_base);
     mine = static_cast<std::int64_t>(found->second);
   }
+  auto mine_bytes = std::as_bytes(std::span(&mine, 1));
   std::vector<std::vector<std::byte>> all;
   try {
-    all = exchange_(std::as_bytes(std::span(&mine, 1)));
+    all = members ? members->exchange(mine_bytes) : exchange_(mine_bytes);
   } catch (const std::exception& e) {
     probe_liveness();
     fail(call, "the exchange between the ranks failed: %s", e.what());
   }
-  std::int64_t chosen = -1;
-  for (int r = 0; r < peers_.size(); ++r) {
-    std::int64_t theirs;
-    std::memcpy(&theirs, all[static_cast<std::size_t>(r)].data(), sizeof theirs);
-    if (theirs < 0) continue;
-    if (chosen >= 0 && theirs != chosen)
-      fail(call, "argument 'ptr': ranks passed parts of different allocations (rank %d's differs)", r);
-    chosen = theirs;
+  std::vector<std::int64_t> theirs(static_cast<std::size_t>(peers_.size()), -1);
+  for (std::size_t r = 0; r < theirs.size(); ++r)
+    if (!all[r].empty()) std::memcpy(&theirs[r], all[r].data(), sizeof(std::int64_t));
+  auto matches = [&](const Allocation& a) {
+    for (std::size_t r = 0; r < theirs.size(); ++r)
+      if (theirs[r] >= 0 && a.ids[r] != static_cast<std::uint64_t>(theirs[r])) return false;
+    return true;
+  };
+  auto found = allocations_.end();
+  if (mine >= 0) {
+    found = allocations_.find(static_cast<std::uint64_t>(mine));
+  } else {
+    for (std::size_t r = 0; r < theirs.size() && found == allocations_.end(); ++r)
+      if (theirs[r] >= 0)
+        for (auto it = allocations_.begin(); it != allocations_.end(); ++it)
+          if (it->second->ids[r] == static_cast<std::uint64_t>(theirs[r]) && it->second->sizes[r] > 0) {
+            found = it;
+            break;
+          }
+    if (found == allocations_.end()) {
+      bool anyone = false;
+      for (std::int64_t id : theirs) anyone |= id >= 0;
+      if (!anyone) return;  // every part was empty: the allocation was never kept
+      fail(call, "argument 'ptr' is NULL, and no allocation here matches the other ranks' pointers");
+    }
   }
-  if (chosen < 0) fail(call, "argument 'ptr': every rank passed NULL");
-  auto found = allocations_.find(static_cast<std::uint64_t>(chosen));
-  if (found == allocations_.end())
-    fail(call, "argument 'ptr': allocation %lld is unknown here", static_cast<long long>(chosen));
+  if (found == allocations_.end() || !matches(*found->second))
+    fail(call, "argument 'ptr': the ranks passed parts of different allocations");
   Allocation& allocation = *found->second;
   if (my_base == nullptr && allocation.sizes[static_cast<std::size_t>(peers_.rank())] != 0)
     fail(call, "argument 'ptr' is NULL but this rank's part of the allocation is not empty");

@@ -52,7 +52,10 @@ void apply_acc_locked(ControlBlock& control, int datatype, const AccScale& scale
 // One collective allocation: every rank's part, as this process reaches it.
 struct Allocation {
   std::uint64_t id = 0;
-  std::vector<std::uintptr_t> bases;  // per rank; 0 for a zero-size part
+  // Per rank: the id under which that rank made its part (names its
+  // segment). Ranks count allocations on their own: groups allocate apart.
+  std::vector<std::uint64_t> ids;
+  std::vector<std::uintptr_t> bases;  // per rank; 0 for a zero-size part (and outside the group)
   std::vector<std::size_t> sizes;
   platform::SharedSegment own;
   std::vector<platform::SharedSegment> mapped;  // neighbours' parts
@@ -70,6 +73,13 @@ class Memory {
   // Collective: every rank contributes its record, gets everyone's (index
   // = rank). The PMIx allgather today; a faster exchange replaces it here.
   using Exchange = std::function<std::vector<std::vector<std::byte>>(std::span<const std::byte>)>;
+  // A subset of the ranks that allocates together (a group): its exchange
+  // returns one record per world rank, empty outside the group; its barrier
+  // spans the members only.
+  struct Members {
+    Exchange exchange;
+    std::function<void()> barrier;
+  };
 
   // job_tag names this job's shared segments. With a network, every rank's
   // part gets a remote key, self's and neighbours' too (network atomics
@@ -83,15 +93,18 @@ class Memory {
   // Wiring: the barrier an allocation passes before its segment names go.
   void set_barrier(std::function<void()> barrier) { barrier_ = std::move(barrier); }
 
-  // ARMCI_Malloc / ARMCI_Free. Collective.
-  std::vector<void*> allocate(const char* call, std::size_t bytes);
-  void release(const char* call, void* my_base);
+  // ARMCI_Malloc / ARMCI_Free, collective over every rank or over members.
+  // An allocation whose parts are all empty is not kept (every base is
+  // NULL), and a release where every rank passes NULL does nothing.
+  std::vector<void*> allocate(const char* call, std::size_t bytes, const Members* members = nullptr);
+  void release(const char* call, void* my_base, const Members* members = nullptr);
 
   // Collective allocation outside the region table, so no user operation
   // can reach it (control blocks, Sync's words; windows later). With
   // synchronise, it ends with a barrier after which its name is gone from
   // /dev/shm.
-  std::unique_ptr<Allocation> collective_allocate(std::size_t bytes, bool synchronise);
+  std::unique_ptr<Allocation> collective_allocate(std::size_t bytes, bool synchronise,
+                                                  const Members* members = nullptr);
   void free_allocation(Allocation& allocation);
 
   // The region of proc holding [address, address + bytes); fails naming

@@ -78,11 +78,40 @@ void Sync::complete_outstanding_writes() {
 
 void Sync::lock(const char* call, int mutex, int proc) {
   if (!mutexes_) fail(call, "no mutexes exist (call ARMCI_Create_mutexes first)");
-  const int count = mutex_count(proc);
+  lock_in(call, *mutexes_, mutex_count(proc), mutex, proc, false);
+}
+
+void Sync::unlock(const char* call, int mutex, int proc) {
+  if (!mutexes_) fail(call, "no mutexes exist (call ARMCI_Create_mutexes first)");
+  unlock_in(call, *mutexes_, mutex_count(proc), mutex, proc);
+}
+
+std::unique_ptr<Allocation> Sync::create_mutex_set(const char* call, int count, const Memory::Members* members) {
+  if (count < 0) fail(call, "argument 'count' (%d) is negative", count);
+  try {
+    // Zero-filled, every mutex free; the allocation's barrier (over the
+    // members) means nobody locks before every member has its tails.
+    return memory_.collective_allocate(static_cast<std::size_t>(count) * sizeof(std::uint64_t), true, members);
+  } catch (const std::exception& e) {
+    fail(call, "allocating %d mutexes failed: %s", count, e.what());
+  }
+}
+
+void Sync::destroy_mutex_set(const char* call, Allocation& tails, const std::function<void()>& barrier) {
+  for (const Held& held : held_)
+    if (held.set == &tails)
+      fail(call, "this rank still holds mutex %d of rank %d of this set (unlock it first)",
+           static_cast<int>(held.key & 0xffffffffu), static_cast<int>(held.key >> 32));
+  completions_.all_fence();
+  barrier();
+  memory_.free_allocation(tails);
+}
+
+bool Sync::lock_in(const char* call, const Allocation& tails, int count, int mutex, int proc, bool try_only) {
   if (mutex < 0 || mutex >= count)
     fail(call, "argument 'mutex' (%d) is out of range [0, %d) of the mutexes rank %d created", mutex, count, proc);
   const std::uint64_t key = mutex_key(mutex, proc);
-  if (find_held(key) != held_.end())
+  if (find_held(&tails, key) != held_.end())
     fail(call, "argument 'mutex' (%d) of rank %d is held by this rank already (ARMCI mutexes are not recursive)",
          mutex, proc);
   if (free_slots_.empty())
@@ -98,7 +127,18 @@ void Sync::lock(const char* call, int mutex, int proc) {
   if (network_) std::atomic_thread_fence(std::memory_order_seq_cst);
 
   const std::uint64_t me = encode_waiter(peers_.rank(), slot);
-  const std::uint64_t previous = swap64(call, word_at(*mutexes_, proc, static_cast<std::size_t>(mutex) * 8), me);
+  const Word tail = word_at(tails, proc, static_cast<std::size_t>(mutex) * 8);
+  if (try_only) {
+    // Into the queue only when it is empty: then nobody is ahead to wait for.
+    if (compare_swap64(call, tail, 0, me) != 0) {
+      free_slots_.push_back(slot);
+      return false;
+    }
+    if (network_) std::atomic_thread_fence(std::memory_order_seq_cst);
+    held_.push_back({&tails, key, slot});
+    return true;
+  }
+  const std::uint64_t previous = swap64(call, tail, me);
   if (previous != 0) {
     const int holder = waiter_rank(previous);
     const int holder_slot = waiter_slot(previous);
@@ -110,15 +150,14 @@ void Sync::lock(const char* call, int mutex, int proc) {
     progress_.until([&] { return granted.load(std::memory_order_acquire) == 0; });
   }
   if (network_) std::atomic_thread_fence(std::memory_order_seq_cst);
-  held_.push_back({key, slot});
+  held_.push_back({&tails, key, slot});
+  return true;
 }
 
-void Sync::unlock(const char* call, int mutex, int proc) {
-  if (!mutexes_) fail(call, "no mutexes exist (call ARMCI_Create_mutexes first)");
-  const int count = mutex_count(proc);
+void Sync::unlock_in(const char* call, const Allocation& tails, int count, int mutex, int proc) {
   if (mutex < 0 || mutex >= count)
     fail(call, "argument 'mutex' (%d) is out of range [0, %d) of the mutexes rank %d created", mutex, count, proc);
-  const auto found = find_held(mutex_key(mutex, proc));
+  const auto found = find_held(&tails, mutex_key(mutex, proc));
   if (found == held_.end()) fail(call, "argument 'mutex' (%d) of rank %d is not held by this rank", mutex, proc);
   const int slot = found->slot;
 
@@ -128,7 +167,7 @@ void Sync::unlock(const char* call, int mutex, int proc) {
   std::uint64_t next = next_word.load(std::memory_order_acquire);
   if (next == 0) {
     const std::uint64_t me = encode_waiter(peers_.rank(), slot);
-    if (compare_swap64(call, word_at(*mutexes_, proc, static_cast<std::size_t>(mutex) * 8), me, 0) != me) {
+    if (compare_swap64(call, word_at(tails, proc, static_cast<std::size_t>(mutex) * 8), me, 0) != me) {
       // A successor swapped itself in and is about to link: wait for it.
       progress_.until([&] { return (next = next_word.load(std::memory_order_acquire)) != 0; });
     }

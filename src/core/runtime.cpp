@@ -147,6 +147,8 @@ void Runtime::start_up() {
   barrier_ = std::make_unique<Barrier>(*peers_, *memory_, *progress_, *completions_);
   memory_->set_barrier([this] { barrier_->wait(); });
   sync_ = std::make_unique<Sync>(*peers_, *memory_, *progress_, *completions_, *messages_, *barrier_, *transfers_);
+  collectives_ = std::make_unique<Collectives>(*peers_, *memory_, *progress_, *messages_, *completions_);
+  groups_ = std::make_unique<Groups>(*peers_, *collectives_, *memory_);
   progress_->start_helper();
   transfers_->select_protocols();
   if (settings_.verbose > 0 && rank == 0) print_info();
@@ -195,6 +197,8 @@ void Runtime::shut_down() {
   barrier_->wait();
   memory_->free_all();
   sync_.reset();
+  groups_.reset();
+  collectives_.reset();
   // The last barrier's puts completed locally only; flush them before the
   // peers' control blocks go, and let a bootstrap fence cover the peers'
   // puts into ours.

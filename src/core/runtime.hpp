@@ -13,6 +13,8 @@
 //   host_assisted.hpp    strided transfers the target's helper posts
 //   transfers.hpp        where every put/get/acc starts, and how it travels
 //   sync.hpp             Rmw, mutexes, notify, Put_flag
+//   collectives.hpp      point-to-point channels, armci_msg collectives
+//   groups.hpp           process groups and their allocations
 //
 // The API reaches the parts through the accessors below; parts reach each
 // other through the references the runtime hands them, never through it.
@@ -27,7 +29,9 @@
 #include "platform/network.hpp"
 #include "platform/pmix/bootstrap.hpp"
 #include "src/core/barrier.hpp"
+#include "src/core/collectives.hpp"
 #include "src/core/completion.hpp"
+#include "src/core/groups.hpp"
 #include "src/core/host_assisted.hpp"
 #include "src/core/memory.hpp"
 #include "src/core/messages.hpp"
@@ -55,6 +59,8 @@ class Runtime {
   Completions& completion() { return *completions_; }
   Transfers& transfers() { return *transfers_; }
   Sync& sync() { return *sync_; }
+  Collectives& collectives() { return *collectives_; }
+  Groups& groups() { return *groups_; }
   int rank() const { return peers_->rank(); }
   int size() const { return peers_->size(); }
 
@@ -95,6 +101,8 @@ class Runtime {
   std::unique_ptr<HostAssisted> host_;
   std::unique_ptr<Transfers> transfers_;
   std::unique_ptr<Sync> sync_;
+  std::unique_ptr<Collectives> collectives_;
+  std::unique_ptr<Groups> groups_;
   std::unique_ptr<platform::ProcessWatch> neighbours_alive_;  // same-host peers' processes
 };
 

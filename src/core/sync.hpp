@@ -17,10 +17,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
 #include "platform/network.hpp"
+#include "src/core/memory.hpp"
 
 namespace armci {
 
@@ -76,6 +78,16 @@ class Sync {
   void lock(const char* call, int mutex, int proc);
   void unlock(const char* call, int mutex, int proc);
 
+  // Further sets of mutexes (ARMCIX mutex handles), beside the one above:
+  // the same queue lock on tails of their own. Create and destroy are
+  // collective over members (nullptr: every rank); count mutexes per
+  // member; proc is a world rank, mutex checked against `count`.
+  std::unique_ptr<Allocation> create_mutex_set(const char* call, int count, const Memory::Members* members);
+  void destroy_mutex_set(const char* call, Allocation& tails, const std::function<void()>& barrier);
+  // try_only: take the mutex only if it is free; returns whether it was taken.
+  bool lock_in(const char* call, const Allocation& tails, int count, int mutex, int proc, bool try_only);
+  void unlock_in(const char* call, const Allocation& tails, int count, int mutex, int proc);
+
   // Queue-lock nodes per rank: how many mutexes one rank may hold or wait
   // for at the same time.
   static constexpr int kLockSlots = 128;
@@ -94,7 +106,8 @@ class Sync {
     std::uint64_t next;          // the successor's id, 0 while none
   };
   struct Held {
-    std::uint64_t key;  // proc << 32 | mutex
+    const Allocation* set;  // the tails the mutex is in
+    std::uint64_t key;      // proc << 32 | mutex
     int slot;
   };
 
@@ -140,9 +153,9 @@ class Sync {
   std::vector<std::uint64_t> notify_waited_;
   std::vector<int> free_slots_;
   std::vector<Held> held_;  // few at a time: a linear search beats a map
-  std::vector<Held>::iterator find_held(std::uint64_t key) {
+  std::vector<Held>::iterator find_held(const Allocation* set, std::uint64_t key) {
     for (auto it = held_.begin(); it != held_.end(); ++it)
-      if (it->key == key) return it;
+      if (it->set == set && it->key == key) return it;
     return held_.end();
   }
 

@@ -13,44 +13,44 @@ enum { NEL = 5, ITERS = 200, GUARD = 2 };
 /* Type table: element size and how to turn a double into an element. */
 static size_t elem_size(int type) {
   switch (type) {
-  case ARMCI_INT: return sizeof(int);
-  case ARMCI_LONG: return sizeof(long);
-  case ARMCI_FLOAT: return sizeof(float);
-  case ARMCI_DOUBLE: return sizeof(double);
-  case ARMCI_SCPL: return 2 * sizeof(float);
-  case ARMCI_DCPL: return 2 * sizeof(double);
+  case ARMCI_ACC_INT: return sizeof(int);
+  case ARMCI_ACC_LNG: return sizeof(long);
+  case ARMCI_ACC_FLT: return sizeof(float);
+  case ARMCI_ACC_DBL: return sizeof(double);
+  case ARMCI_ACC_CPL: return 2 * sizeof(float);
+  case ARMCI_ACC_DCP: return 2 * sizeof(double);
   }
   return 0;
 }
 
 static const char *type_name(int type) {
-  static const char *names[] = {"ARMCI_INT", "ARMCI_LONG", "ARMCI_FLOAT", "ARMCI_DOUBLE",
-                                "ARMCI_SCPL", "ARMCI_DCPL"};
+  static const char *names[] = {"ARMCI_ACC_INT", "ARMCI_ACC_LNG", "ARMCI_ACC_FLT", "ARMCI_ACC_DBL",
+                                "ARMCI_ACC_CPL", "ARMCI_ACC_DCP"};
   return names[type];
 }
 
-static int is_complex(int type) { return type == ARMCI_SCPL || type == ARMCI_DCPL; }
+static int is_complex(int type) { return type == ARMCI_ACC_CPL || type == ARMCI_ACC_DCP; }
 
 /* Stores component c (0: real or only, 1: imaginary) of element i. */
 static void store(int type, void *buf, int i, int c, double v) {
   switch (type) {
-  case ARMCI_INT: ((int *)buf)[i] = (int)v; break;
-  case ARMCI_LONG: ((long *)buf)[i] = (long)v; break;
-  case ARMCI_FLOAT: ((float *)buf)[i] = (float)v; break;
-  case ARMCI_DOUBLE: ((double *)buf)[i] = v; break;
-  case ARMCI_SCPL: ((float *)buf)[2 * i + c] = (float)v; break;
-  case ARMCI_DCPL: ((double *)buf)[2 * i + c] = v; break;
+  case ARMCI_ACC_INT: ((int *)buf)[i] = (int)v; break;
+  case ARMCI_ACC_LNG: ((long *)buf)[i] = (long)v; break;
+  case ARMCI_ACC_FLT: ((float *)buf)[i] = (float)v; break;
+  case ARMCI_ACC_DBL: ((double *)buf)[i] = v; break;
+  case ARMCI_ACC_CPL: ((float *)buf)[2 * i + c] = (float)v; break;
+  case ARMCI_ACC_DCP: ((double *)buf)[2 * i + c] = v; break;
   }
 }
 
 static double load(int type, const void *buf, int i, int c) {
   switch (type) {
-  case ARMCI_INT: return ((const int *)buf)[i];
-  case ARMCI_LONG: return (double)((const long *)buf)[i];
-  case ARMCI_FLOAT: return ((const float *)buf)[i];
-  case ARMCI_DOUBLE: return ((const double *)buf)[i];
-  case ARMCI_SCPL: return ((const float *)buf)[2 * i + c];
-  case ARMCI_DCPL: return ((const double *)buf)[2 * i + c];
+  case ARMCI_ACC_INT: return ((const int *)buf)[i];
+  case ARMCI_ACC_LNG: return (double)((const long *)buf)[i];
+  case ARMCI_ACC_FLT: return ((const float *)buf)[i];
+  case ARMCI_ACC_DBL: return ((const double *)buf)[i];
+  case ARMCI_ACC_CPL: return ((const float *)buf)[2 * i + c];
+  case ARMCI_ACC_DCP: return ((const double *)buf)[2 * i + c];
   }
   return 0;
 }
@@ -59,12 +59,12 @@ static double load(int type, const void *buf, int i, int c) {
  * upper 32 bits so that a 32-bit accumulate of longs is caught. */
 static double src_value(int type, int r, int i, int c) {
   switch (type) {
-  case ARMCI_INT: return (i % 2 ? -1 : 1) * (r + 1 + i);
-  case ARMCI_LONG: return 4294967296.0 * (i + 1) + r - 7;
-  case ARMCI_FLOAT: return r + 1 + 0.5 * i;
-  case ARMCI_DOUBLE: return 3.0 * r - i + 0.25;
-  case ARMCI_SCPL: return c == 0 ? r + 1 : i - 2;
-  case ARMCI_DCPL: return c == 0 ? r - i : r + i + 1;
+  case ARMCI_ACC_INT: return (i % 2 ? -1 : 1) * (r + 1 + i);
+  case ARMCI_ACC_LNG: return 4294967296.0 * (i + 1) + r - 7;
+  case ARMCI_ACC_FLT: return r + 1 + 0.5 * i;
+  case ARMCI_ACC_DBL: return 3.0 * r - i + 0.25;
+  case ARMCI_ACC_CPL: return c == 0 ? r + 1 : i - 2;
+  case ARMCI_ACC_DCP: return c == 0 ? r - i : r + i + 1;
   }
   return 0;
 }
@@ -74,12 +74,12 @@ static void scale_value(int type, double *re, double *im) {
   *re = 1;
   *im = 0;
   switch (type) {
-  case ARMCI_INT: *re = 3; break;
-  case ARMCI_LONG: *re = -2; break;
-  case ARMCI_FLOAT: *re = 0.5; break;
-  case ARMCI_DOUBLE: *re = -1.5; break;
-  case ARMCI_SCPL: *re = 2; *im = -1; break;
-  case ARMCI_DCPL: *re = -0.5; *im = 3; break;
+  case ARMCI_ACC_INT: *re = 3; break;
+  case ARMCI_ACC_LNG: *re = -2; break;
+  case ARMCI_ACC_FLT: *re = 0.5; break;
+  case ARMCI_ACC_DBL: *re = -1.5; break;
+  case ARMCI_ACC_CPL: *re = 2; *im = -1; break;
+  case ARMCI_ACC_DCP: *re = -0.5; *im = 3; break;
   }
 }
 
@@ -168,10 +168,10 @@ static void test_large(void) {
   for (int k = 0; k < np; k++) {
     int t = (me + k) % np;
     mp_set_where("large accumulates to rank %d", t);
-    MP_CHECK_INT(0, ARMCI_Acc(ARMCI_DOUBLE, &one, dsrc, dbase[t], (int)(N * sizeof(double)), t));
-    MP_CHECK_INT(0, ARMCI_Acc(ARMCI_INT, &ithree, isrc, ibase[t], (int)(N * sizeof(int)), t));
-    MP_CHECK_INT(0, ARMCI_Acc(ARMCI_DOUBLE, &two, dsrc, dbase[t], (int)(N * sizeof(double)), t));
-    MP_CHECK_INT(0, ARMCI_Acc(ARMCI_INT, &ione, isrc, ibase[t], (int)(N * sizeof(int)), t));
+    MP_CHECK_INT(0, ARMCI_Acc(ARMCI_ACC_DBL, &one, dsrc, dbase[t], (int)(N * sizeof(double)), t));
+    MP_CHECK_INT(0, ARMCI_Acc(ARMCI_ACC_INT, &ithree, isrc, ibase[t], (int)(N * sizeof(int)), t));
+    MP_CHECK_INT(0, ARMCI_Acc(ARMCI_ACC_DBL, &two, dsrc, dbase[t], (int)(N * sizeof(double)), t));
+    MP_CHECK_INT(0, ARMCI_Acc(ARMCI_ACC_INT, &ione, isrc, ibase[t], (int)(N * sizeof(int)), t));
   }
   mp_where[0] = 0;
   ARMCI_AllFence();
@@ -205,7 +205,7 @@ int main(int argc, char **argv) {
   mp_init(&argc, &argv);
   me = mp_me;
   np = mp_np;
-  const int types[] = {ARMCI_INT, ARMCI_LONG, ARMCI_FLOAT, ARMCI_DOUBLE, ARMCI_SCPL, ARMCI_DCPL};
+  const int types[] = {ARMCI_ACC_INT, ARMCI_ACC_LNG, ARMCI_ACC_FLT, ARMCI_ACC_DBL, ARMCI_ACC_CPL, ARMCI_ACC_DCP};
   for (int k = 0; k < 6; k++) test_one_location(types[k]);
   test_large();
   ARMCI_Barrier();

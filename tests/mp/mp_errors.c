@@ -15,7 +15,10 @@
  * hold), createtwice (ARMCI_Create_mutexes without ARMCI_Destroy_mutexes),
  * stridelevels (ARMCI_PutS with 9 stride levels), negstride (ARMCI_PutS with
  * a negative destination stride), vecneg (ARMCI_PutV with negative bytes in
- * its second segment list, after a good first one: nothing may be written).
+ * its second segment list, after a good first one: nothing may be written),
+ * grouprank (ARMCI_Absolute_id of a rank outside the group), groupfreed
+ * (ARMCI_Group_size of a freed group), msgop (armci_msg_dgop with op
+ * "sqrt"), msgtype (armci_msg_gop_scope with type 9).
  */
 #include "mp_common.h"
 
@@ -23,7 +26,7 @@ enum { REGION = 4096, WATCH_SECONDS = 5 };
 
 static const char *cases[] = {"range", "negsize", "outside", "straddle", "null", "uninit", "badtype", "badhandle",
                               "badop", "misaligned", "mutexrange", "notheld", "createtwice", "stridelevels",
-                              "negstride", "vecneg"};
+                              "negstride", "vecneg", "grouprank", "groupfreed", "msgop", "msgtype"};
 
 /* The rank before ARMCI_Init, from the launcher's environment. */
 static int launcher_rank(void) {
@@ -54,7 +57,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) known |= strcmp(argv[1], cases[i]) == 0;
   if (!known) {
     fprintf(stderr, "usage: %s range|negsize|outside|straddle|null|uninit|badtype|badhandle|badop|misaligned|"
-                    "mutexrange|notheld|createtwice|stridelevels|negstride|vecneg\n", argv[0]);
+                    "mutexrange|notheld|createtwice|stridelevels|negstride|vecneg|grouprank|groupfreed|msgop|msgtype\n", argv[0]);
     return 2;
   }
   const char *c = argv[1];
@@ -76,6 +79,11 @@ int main(int argc, char **argv) {
   /* Collective, so every rank takes part: 2 mutexes per rank. */
   int mutex_case = strcmp(c, "mutexrange") == 0 || strcmp(c, "notheld") == 0 || strcmp(c, "createtwice") == 0;
   if (mutex_case) ARMCI_Create_mutexes(2);
+  /* Collective too: a group of ranks 0 and 1, freed at once for groupfreed. */
+  ARMCI_Group group;
+  int pair[2] = {0, 1};
+  ARMCI_Group_create(2, pair, &group);
+  if (strcmp(c, "groupfreed") == 0) ARMCI_Group_free(&group);
   ARMCI_Barrier();
 
   if (me == 0) {
@@ -124,6 +132,17 @@ int main(int argc, char **argv) {
       void *s[2] = {src, src + 8}, *d[2] = {base[1], (char *)base[1] + 64};
       armci_giov_t iov[2] = {{s, d, 8, 2}, {s, d, -8, 2}};
       ARMCI_PutV(iov, 2, 1);
+    } else if (strcmp(c, "grouprank") == 0) {
+      ARMCI_Absolute_id(&group, 2);
+    } else if (strcmp(c, "groupfreed") == 0) {
+      int n;
+      ARMCI_Group_size(&group, &n);
+    } else if (strcmp(c, "msgop") == 0) {
+      double x = 1;
+      armci_msg_dgop(&x, 1, "sqrt");
+    } else if (strcmp(c, "msgtype") == 0) {
+      double x = 1;
+      armci_msg_gop_scope(SCOPE_ALL, &x, 1, "+", 9);
     }
     /* The error may be detected only once the operation completes. */
     ARMCI_Fence(1);

@@ -153,7 +153,7 @@ static void test_explicit_acc(void) {
   for (int it = 0; it < ACC_ITERS; it++) {
     int t = (me + it) % np;
     mp_set_where("NbAcc %d to rank %d", it, t);
-    MP_CHECK_INT(0, ARMCI_NbAcc(ARMCI_DOUBLE, &scale, src, C[t], NEL * sizeof(double), t, &h));
+    MP_CHECK_INT(0, ARMCI_NbAcc(ARMCI_ACC_DBL, &scale, src, C[t], NEL * sizeof(double), t, &h));
   }
   MP_CHECK_INT(0, ARMCI_Wait(&h));
   mp_where[0] = 0;
@@ -309,7 +309,7 @@ static void test_implicit_get_acc(void) {
   int scale = 1;
   for (int k = 0; k < NIMPL; k++) {
     int t = (me + k) % np;
-    MP_CHECK_INT(0, ARMCI_NbAcc(ARMCI_INT, &scale, src, CI[t], (int)sizeof src, t, NULL));
+    MP_CHECK_INT(0, ARMCI_NbAcc(ARMCI_ACC_INT, &scale, src, CI[t], (int)sizeof src, t, NULL));
   }
   for (int t = 0; t < np; t++) MP_CHECK_INT(0, ARMCI_WaitProc(t));
   ARMCI_AllFence();

@@ -98,7 +98,7 @@ static void random_op(int round, int op) {
     len = n * 4;
     mp_set_where("seed %#" PRIx64 " round %d op %d: Acc of %zu ints (scale %d) to rank %d at index %zu",
                  seed, round, op, n, scale, t, i0);
-    MP_CHECK_INT(0, ARMCI_Acc(ARMCI_INT, &scale, buf, remote(t, off), (int)len, t));
+    MP_CHECK_INT(0, ARMCI_Acc(ARMCI_ACC_INT, &scale, buf, remote(t, off), (int)len, t));
     for (size_t i = 0; i < n; i++) {
       int s;
       memcpy(&s, sh + off + i * 4, 4);
@@ -129,7 +129,7 @@ static void random_op(int round, int op) {
     len = n * 8;
     mp_set_where("seed %#" PRIx64 " round %d op %d: Acc of %zu doubles (scale %g) to rank %d at index %zu",
                  seed, round, op, n, scale, t, i0);
-    MP_CHECK_INT(0, ARMCI_Acc(ARMCI_DOUBLE, &scale, buf, remote(t, off), (int)len, t));
+    MP_CHECK_INT(0, ARMCI_Acc(ARMCI_ACC_DBL, &scale, buf, remote(t, off), (int)len, t));
     for (size_t i = 0; i < n; i++) {
       double s;
       memcpy(&s, sh + off + i * 8, 8);

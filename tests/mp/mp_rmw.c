@@ -381,7 +381,7 @@ static void test_notify(void) {
     for (size_t i = 0; i < NOTE_BYTES; i++) src[i] = round_byte(me, round, i);
     MP_CHECK_INT(0, ARMCI_Put(src, base[next], NOTE_BYTES, next));
     long one = round + 1, scale = 1;
-    MP_CHECK_INT(0, ARMCI_Acc(ARMCI_LONG, &scale, &one, (char *)base[next] + off_acc, sizeof(long), next));
+    MP_CHECK_INT(0, ARMCI_Acc(ARMCI_ACC_LNG, &scale, &one, (char *)base[next] + off_acc, sizeof(long), next));
     MP_CHECK_INT(++sent, armci_notify(next));
     int v = -1;
     int received = armci_notify_wait(prev, &v);

@@ -64,7 +64,7 @@ int main(int argc, char **argv) {
    * found the right sums. */
   double *src = malloc(sizeof(double) * NACC), scale = 2.0;
   for (int j = 0; j < NACC; j++) src[j] = j % 17 + me;
-  MP_CHECK_INT(0, ARMCI_Acc(ARMCI_DOUBLE, &scale, src, (long *)base[0] + np, NACC * sizeof(double), 0));
+  MP_CHECK_INT(0, ARMCI_Acc(ARMCI_ACC_DBL, &scale, src, (long *)base[0] + np, NACC * sizeof(double), 0));
   ARMCI_AllFence();
   MPI_Barrier(MPI_COMM_WORLD);
   int ok = 1, all_ok = 0;

@@ -20,10 +20,10 @@ static void check_real(int type) {
 }
 
 TEST(Acc, RealTypes) {
-  check_real<int>(ARMCI_INT);
-  check_real<long>(ARMCI_LONG);
-  check_real<float>(ARMCI_FLOAT);
-  check_real<double>(ARMCI_DOUBLE);
+  check_real<int>(ARMCI_ACC_INT);
+  check_real<long>(ARMCI_ACC_LNG);
+  check_real<float>(ARMCI_ACC_FLT);
+  check_real<double>(ARMCI_ACC_DBL);
 }
 
 template <typename T>
@@ -37,8 +37,8 @@ static void check_complex(int type) {
 }
 
 TEST(Acc, ComplexTypesMultiplyTheScale) {
-  check_complex<float>(ARMCI_SCPL);
-  check_complex<double>(ARMCI_DCPL);
+  check_complex<float>(ARMCI_ACC_CPL);
+  check_complex<double>(ARMCI_ACC_DCP);
 }
 
 TEST(Acc, UnalignedBuffers) {
@@ -47,7 +47,7 @@ TEST(Acc, UnalignedBuffers) {
   std::memcpy(dst_raw + 3, base, sizeof base);
   std::memcpy(src_raw + 5, values, sizeof values);
   double scale = 2;
-  accumulate(ARMCI_DOUBLE, make_acc_scale(ARMCI_DOUBLE, &scale), dst_raw + 3, src_raw + 5, sizeof values);
+  accumulate(ARMCI_ACC_DBL, make_acc_scale(ARMCI_ACC_DBL, &scale), dst_raw + 3, src_raw + 5, sizeof values);
   double out[4];
   std::memcpy(out, dst_raw + 3, sizeof out);
   EXPECT_EQ(out[0], 4);
@@ -57,8 +57,8 @@ TEST(Acc, UnalignedBuffers) {
 }
 
 TEST(Acc, ElementSizes) {
-  EXPECT_EQ(armci::acc_element_size(ARMCI_INT), sizeof(int));
-  EXPECT_EQ(armci::acc_element_size(ARMCI_DCPL), 16u);
+  EXPECT_EQ(armci::acc_element_size(ARMCI_ACC_INT), sizeof(int));
+  EXPECT_EQ(armci::acc_element_size(ARMCI_ACC_DCP), 16u);
   EXPECT_EQ(armci::acc_element_size(42), 0u);
   EXPECT_EQ(armci::acc_element_size(-1), 0u);
 }

@@ -1,0 +1,72 @@
+#include "platform/mpi/communicators.hpp"
+
+#include <dlfcn.h>
+
+namespace armci::platform::mpi {
+
+namespace {
+
+// MPI's C functions as Open MPI declares them, with every handle a pointer.
+using Handle = void*;
+using FlagFn = int (*)(int*);
+using CommIntFn = int (*)(Handle, int*);
+using CommGroupFn = int (*)(Handle, Handle*);
+using GroupInclFn = int (*)(Handle, int, const int*, Handle*);
+using CreateGroupFn = int (*)(Handle, Handle, int, Handle*);
+using FreeFn = int (*)(Handle*);
+
+template <typename F>
+F find(const char* name) {
+  return reinterpret_cast<F>(dlsym(RTLD_DEFAULT, name));
+}
+
+Handle world_handle() { return dlsym(RTLD_DEFAULT, "ompi_mpi_comm_world"); }
+
+bool running() {
+  auto initialized = find<FlagFn>("MPI_Initialized");
+  auto finalized = find<FlagFn>("MPI_Finalized");
+  if (!initialized || !finalized) return false;
+  int is_initialized = 0, is_finalized = 0;
+  initialized(&is_initialized);
+  finalized(&is_finalized);
+  return is_initialized && !is_finalized;
+}
+
+}  // namespace
+
+bool usable(int rank, int size) {
+  Handle world = world_handle();
+  if (world == nullptr || !running()) return false;
+  auto comm_rank = find<CommIntFn>("MPI_Comm_rank");
+  auto comm_size = find<CommIntFn>("MPI_Comm_size");
+  if (!comm_rank || !comm_size) return false;
+  int mpi_rank = -1, mpi_size = -1;
+  comm_rank(world, &mpi_rank);
+  comm_size(world, &mpi_size);
+  return mpi_rank == rank && mpi_size == size;
+}
+
+void* world(int rank, int size) { return usable(rank, size) ? world_handle() : nullptr; }
+
+void* create(const std::vector<int>& world_ranks, int rank, int size) {
+  if (!usable(rank, size)) return nullptr;
+  auto comm_group = find<CommGroupFn>("MPI_Comm_group");
+  auto group_incl = find<GroupInclFn>("MPI_Group_incl");
+  auto create_group = find<CreateGroupFn>("MPI_Comm_create_group");
+  auto group_free = find<FreeFn>("MPI_Group_free");
+  if (!comm_group || !group_incl || !create_group || !group_free) return nullptr;
+  Handle world_group = nullptr, members = nullptr, communicator = nullptr;
+  comm_group(world_handle(), &world_group);
+  group_incl(world_group, static_cast<int>(world_ranks.size()), world_ranks.data(), &members);
+  create_group(world_handle(), members, 0, &communicator);
+  group_free(&members);
+  group_free(&world_group);
+  return communicator;
+}
+
+void release(void* communicator) {
+  if (communicator == nullptr || !running()) return;
+  if (auto comm_free = find<FreeFn>("MPI_Comm_free")) comm_free(&communicator);
+}
+
+}  // namespace armci::platform::mpi

@@ -1,0 +1,343 @@
+// The armci_msg_* calls: identity, point-to-point messages, barriers,
+// broadcasts, reductions and selections over scopes and groups. The API
+// checks the arguments, picks the members of the scope and the element
+// type's combine; the core's Collectives move the bytes.
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <string_view>
+
+#include "include/message.h"
+#include "src/api/api.hpp"
+#include "src/api/groups.hpp"
+
+using namespace armci::api;
+using armci::fail;
+
+namespace {
+
+// The members of a scope within a base group, and this rank's index among
+// them (-1: not one of them, e.g. not its node's master).
+struct ScopeTeam {
+  std::vector<int> members;
+  int me = -1;
+  armci::Team team() const { return armci::Team{members, me}; }
+};
+
+ScopeTeam scope_team(const char* call, armci::Runtime& r, int scope, const armci::Group& base) {
+  const armci::Peers& peers = r.peers();
+  ScopeTeam t;
+  std::vector<bool> node_seen(static_cast<std::size_t>(peers.node_count()), false);
+  for (int m : base.members) {
+    const auto node = static_cast<std::size_t>(peers.node_of(m));
+    switch (scope) {
+      case SCOPE_ALL: t.members.push_back(m); break;
+      case SCOPE_NODE:
+        if (peers.same_node(m)) t.members.push_back(m);
+        break;
+      case SCOPE_MASTERS:
+        if (!node_seen[node]) t.members.push_back(m);
+        node_seen[node] = true;
+        break;
+      default: fail(call, "argument 'scope' (%d) is not SCOPE_ALL, SCOPE_NODE or SCOPE_MASTERS", scope);
+    }
+  }
+  for (std::size_t i = 0; i < t.members.size(); ++i)
+    if (t.members[i] == r.rank()) t.me = static_cast<int>(i);
+  if (t.me < 0 && scope != SCOPE_MASTERS) fail(call, "this rank is not a member of the group");
+  return t;
+}
+
+armci::Group& default_group(const char* call) { return runtime(call).groups().default_group(); }
+
+std::size_t element_size(const char* call, int type) {
+  switch (type) {
+    case ARMCI_INT: return sizeof(int);
+    case ARMCI_LONG: return sizeof(long);
+    case ARMCI_LONG_LONG: return sizeof(long long);
+    case ARMCI_FLOAT: return sizeof(float);
+    case ARMCI_DOUBLE: return sizeof(double);
+  }
+  fail(call, "argument 'type' (%d) is not an armci_msg type (ARMCI_INT, ARMCI_LONG, ARMCI_LONG_LONG, "
+             "ARMCI_FLOAT, ARMCI_DOUBLE)", type);
+}
+
+enum class Op { sum, product, max, min, absmax, absmin, bit_or };
+
+Op parse_op(const char* call, const char* op, int type) {
+  if (op == nullptr) fail(call, "argument 'op' is NULL");
+  const std::string_view o(op);
+  Op parsed;
+  if (o == "+") parsed = Op::sum;
+  else if (o == "*") parsed = Op::product;
+  else if (o == "max") parsed = Op::max;
+  else if (o == "min") parsed = Op::min;
+  else if (o == "absmax") parsed = Op::absmax;
+  else if (o == "absmin") parsed = Op::absmin;
+  else if (o == "or") parsed = Op::bit_or;
+  else fail(call, "argument 'op' (\"%s\") is not one of + * max min absmax absmin or", op);
+  if (parsed == Op::bit_or && (type == ARMCI_FLOAT || type == ARMCI_DOUBLE))
+    fail(call, "argument 'op': \"or\" needs an integer type, not type %d", type);
+  return parsed;
+}
+
+template <typename T>
+T magnitude(T v) {
+  return v < 0 ? static_cast<T>(-v) : v;
+}
+
+template <typename T>
+void combine_typed(Op op, T* into, const T* from, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    T& a = into[i];
+    const T b = from[i];
+    switch (op) {
+      case Op::sum: a = a + b; break;
+      case Op::product: a = a * b; break;
+      case Op::max:
+      case Op::absmax: a = a < b ? b : a; break;
+      case Op::min:
+      case Op::absmin: a = b < a ? b : a; break;
+      case Op::bit_or:
+        if constexpr (std::is_integral_v<T>) a = a | b;
+        break;
+    }
+  }
+}
+
+template <typename T>
+void reduce_typed(armci::Runtime& r, const armci::Team& team, Op op, T* x, std::size_t n) {
+  // absmax / absmin: the magnitudes are what is compared and returned.
+  if (op == Op::absmax || op == Op::absmin)
+    for (std::size_t i = 0; i < n; ++i) x[i] = magnitude(x[i]);
+  r.collectives().allreduce(team, x, n * sizeof(T), [op, n](void* into, const void* from) {
+    combine_typed(op, static_cast<T*>(into), static_cast<const T*>(from), n);
+  });
+}
+
+void gop(const char* call, int scope, void* x, int n, const char* op, int type, const armci::Group& base) {
+  armci::Runtime& r = runtime(call);
+  const std::size_t element = element_size(call, type);
+  const Op parsed = parse_op(call, op, type);
+  if (n < 0) fail(call, "argument 'n' (%d) is negative", n);
+  if (x == nullptr && n > 0) fail(call, "argument 'x' is NULL");
+  (void)element;
+  const ScopeTeam t = scope_team(call, r, scope, base);
+  if (t.me < 0) return;
+  const auto count = static_cast<std::size_t>(n);
+  switch (type) {
+    case ARMCI_INT: return reduce_typed(r, t.team(), parsed, static_cast<int*>(x), count);
+    case ARMCI_LONG: return reduce_typed(r, t.team(), parsed, static_cast<long*>(x), count);
+    case ARMCI_LONG_LONG: return reduce_typed(r, t.team(), parsed, static_cast<long long*>(x), count);
+    case ARMCI_FLOAT: return reduce_typed(r, t.team(), parsed, static_cast<float*>(x), count);
+    case ARMCI_DOUBLE: return reduce_typed(r, t.team(), parsed, static_cast<double*>(x), count);
+  }
+}
+
+void bcast(const char* call, int scope, void* buffer, int len, int root_world, const armci::Group& base) {
+  armci::Runtime& r = runtime(call);
+  if (len < 0) fail(call, "argument 'len' (%d) is negative", len);
+  if (buffer == nullptr && len > 0) fail(call, "argument 'buffer' is NULL");
+  const ScopeTeam t = scope_team(call, r, scope, base);
+  if (t.me < 0) return;
+  int root = -1;
+  for (std::size_t i = 0; i < t.members.size(); ++i)
+    if (t.members[i] == root_world) root = static_cast<int>(i);
+  if (root < 0) fail(call, "argument 'root' (world rank %d) is not a member of the scope", root_world);
+  r.collectives().broadcast(t.team(), buffer, static_cast<std::size_t>(len), root);
+}
+
+void sel(const char* call, int scope, void* x, int n, const char* op, int type, int contribute,
+         const armci::Group& base) {
+  armci::Runtime& r = runtime(call);
+  const std::size_t element = element_size(call, type);
+  if (op == nullptr || (std::strcmp(op, "max") != 0 && std::strcmp(op, "min") != 0))
+    fail(call, "argument 'op' (\"%s\") is not \"max\" or \"min\"", op ? op : "(null)");
+  if (n < static_cast<int>(element))
+    fail(call, "argument 'n' (%d bytes) is shorter than one element of type %d", n, type);
+  if (x == nullptr) fail(call, "argument 'x' is NULL");
+  const ScopeTeam t = scope_team(call, r, scope, base);
+  if (t.me < 0) return;
+  // A candidate: whether it takes part, its team index (ties go to the
+  // lowest), then the caller's n bytes.
+  struct Head {
+    std::int32_t contributes;
+    std::int32_t index;
+  };
+  const auto bytes = static_cast<std::size_t>(n);
+  std::vector<std::byte> mine(sizeof(Head) + bytes);
+  const Head head{contribute != 0, t.me};
+  std::memcpy(mine.data(), &head, sizeof head);
+  std::memcpy(mine.data() + sizeof head, x, bytes);
+  const bool want_max = std::strcmp(op, "max") == 0;
+  auto better = [type, want_max](const std::byte* a, const std::byte* b) -> bool {  // a strictly better than b
+    auto cmp = [&](auto va, auto vb) { return want_max ? va > vb : va < vb; };
+    switch (type) {
+      case ARMCI_INT: { int va, vb; std::memcpy(&va, a, sizeof va); std::memcpy(&vb, b, sizeof vb); return cmp(va, vb); }
+      case ARMCI_LONG: { long va, vb; std::memcpy(&va, a, sizeof va); std::memcpy(&vb, b, sizeof vb); return cmp(va, vb); }
+      case ARMCI_LONG_LONG: { long long va, vb; std::memcpy(&va, a, sizeof va); std::memcpy(&vb, b, sizeof vb); return cmp(va, vb); }
+      case ARMCI_FLOAT: { float va, vb; std::memcpy(&va, a, sizeof va); std::memcpy(&vb, b, sizeof vb); return cmp(va, vb); }
+      default: { double va, vb; std::memcpy(&va, a, sizeof va); std::memcpy(&vb, b, sizeof vb); return cmp(va, vb); }
+    }
+  };
+  r.collectives().allreduce(t.team(), mine.data(), mine.size(), [&](void* into, const void* from) {
+    auto* a = static_cast<std::byte*>(into);
+    const auto* b = static_cast<const std::byte*>(from);
+    Head ha, hb;
+    std::memcpy(&ha, a, sizeof ha);
+    std::memcpy(&hb, b, sizeof hb);
+    bool take = false;
+    if (!hb.contributes) take = false;
+    else if (!ha.contributes) take = true;
+    else if (better(b + sizeof hb, a + sizeof ha)) take = true;
+    else if (!better(a + sizeof ha, b + sizeof hb)) take = hb.index < ha.index;
+    if (take) std::memcpy(a, b, sizeof(Head) + bytes);
+  });
+  Head winner;
+  std::memcpy(&winner, mine.data(), sizeof winner);
+  if (winner.contributes) std::memcpy(x, mine.data() + sizeof(Head), bytes);
+}
+
+void check_peer(const char* call, armci::Runtime& r, const char* argument, int proc) {
+  if (proc < 0 || proc >= r.size()) fail(call, "argument '%s' (%d) is out of range [0, %d)", argument, proc, r.size());
+}
+
+}  // namespace
+
+armci_api(void, armci_msg_abort, (int code)) { fail("armci_msg_abort", "the program aborted with code %d", code); }
+
+armci_api(double, armci_timer, (void)) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+armci_api(void, armci_msg_init, (int* argc, char*** argv)) {
+  if (armci::Runtime::get() == nullptr) armci::Runtime::initialize();
+}
+
+armci_api(void, armci_msg_finalize, (void)) {}
+
+// ---------------------------------------------------------------- point to point
+
+armci_api(void, armci_msg_snd, (int tag, void* buffer, int len, int to)) {
+  armci::Runtime& r = runtime("armci_msg_snd");
+  check_peer("armci_msg_snd", r, "to", to);
+  if (len < 0) fail("armci_msg_snd", "argument 'len' (%d) is negative", len);
+  if (buffer == nullptr && len > 0) fail("armci_msg_snd", "argument 'buffer' is NULL");
+  r.collectives().send(armci::Channel::user, to, tag, buffer, static_cast<std::size_t>(len));
+}
+
+armci_api(void, armci_msg_rcv, (int tag, void* buffer, int buflen, int* msglen, int from)) {
+  armci::Runtime& r = runtime("armci_msg_rcv");
+  check_peer("armci_msg_rcv", r, "from", from);
+  if (buflen < 0) fail("armci_msg_rcv", "argument 'buflen' (%d) is negative", buflen);
+  if (buffer == nullptr && buflen > 0) fail("armci_msg_rcv", "argument 'buffer' is NULL");
+  const std::size_t got = r.collectives().receive("armci_msg_rcv", armci::Channel::user, from, tag, buffer,
+                                                  static_cast<std::size_t>(buflen));
+  if (msglen) *msglen = static_cast<int>(got);
+}
+
+armci_api(int, armci_msg_rcvany, (int tag, void* buffer, int buflen, int* msglen)) {
+  armci::Runtime& r = runtime("armci_msg_rcvany");
+  if (buflen < 0) fail("armci_msg_rcvany", "argument 'buflen' (%d) is negative", buflen);
+  if (buffer == nullptr && buflen > 0) fail("armci_msg_rcvany", "argument 'buffer' is NULL");
+  const int from = r.collectives().wait_any(armci::Channel::user);
+  const std::size_t got = r.collectives().receive("armci_msg_rcvany", armci::Channel::user, from, tag, buffer,
+                                                  static_cast<std::size_t>(buflen));
+  if (msglen) *msglen = static_cast<int>(got);
+  return from;
+}
+
+// ---------------------------------------------------------------- barriers, trees
+
+armci_api(void, armci_msg_group_barrier, (ARMCI_Group * group)) {
+  armci::Group& g = member_group_of("armci_msg_group_barrier", "group", group);
+  runtime("armci_msg_group_barrier").collectives().barrier(g.team());
+}
+
+armci_api(void, armci_msg_bintree, (int scope, int* Root, int* Up, int* Left, int* Right)) {
+  armci::Runtime& r = runtime("armci_msg_bintree");
+  const ScopeTeam t = scope_team("armci_msg_bintree", r, scope, default_group("armci_msg_bintree"));
+  if (!Root || !Up || !Left || !Right) fail("armci_msg_bintree", "an output argument is NULL");
+  const int n = static_cast<int>(t.members.size());
+  auto at = [&](int i) { return i >= 0 && i < n ? t.members[static_cast<std::size_t>(i)] : -1; };
+  *Root = at(0);
+  *Up = t.me > 0 ? at((t.me - 1) / 2) : -1;
+  *Left = t.me >= 0 ? at(2 * t.me + 1) : -1;
+  *Right = t.me >= 0 ? at(2 * t.me + 2) : -1;
+}
+
+// ---------------------------------------------------------------- broadcasts
+
+armci_api(void, armci_msg_bcast_scope, (int scope, void* buffer, int len, int root)) {
+  bcast("armci_msg_bcast_scope", scope, buffer, len, root, default_group("armci_msg_bcast_scope"));
+}
+armci_api(void, armci_msg_bcast, (void* buffer, int len, int root)) {
+  bcast("armci_msg_bcast", SCOPE_ALL, buffer, len, root, default_group("armci_msg_bcast"));
+}
+armci_api(void, armci_msg_brdcst, (void* buffer, int len, int root)) {
+  bcast("armci_msg_brdcst", SCOPE_ALL, buffer, len, root, default_group("armci_msg_brdcst"));
+}
+armci_api(void, armci_msg_group_bcast_scope, (int scope, void* buf, int len, int root, ARMCI_Group* group)) {
+  armci::Group& g = member_group_of("armci_msg_group_bcast_scope", "group", group);
+  if (root < 0 || root >= g.size())
+    fail("armci_msg_group_bcast_scope", "argument 'root' (%d) is out of range [0, %d)", root, g.size());
+  bcast("armci_msg_group_bcast_scope", scope, buf, len, g.members[static_cast<std::size_t>(root)], g);
+}
+
+// ---------------------------------------------------------------- reductions
+
+armci_api(void, armci_msg_gop_scope, (int scope, void* x, int n, char* op, int type)) {
+  gop("armci_msg_gop_scope", scope, x, n, op, type, default_group("armci_msg_gop_scope"));
+}
+armci_api(void, armci_msg_reduce, (void* x, int n, char* op, int type)) {
+  gop("armci_msg_reduce", SCOPE_ALL, x, n, op, type, default_group("armci_msg_reduce"));
+}
+armci_api(void, armci_msg_reduce_scope, (int scope, void* x, int n, char* op, int type)) {
+  gop("armci_msg_reduce_scope", scope, x, n, op, type, default_group("armci_msg_reduce_scope"));
+}
+armci_api(void, armci_msg_igop, (int* x, int n, char* op)) {
+  gop("armci_msg_igop", SCOPE_ALL, x, n, op, ARMCI_INT, default_group("armci_msg_igop"));
+}
+armci_api(void, armci_msg_lgop, (long* x, int n, char* op)) {
+  gop("armci_msg_lgop", SCOPE_ALL, x, n, op, ARMCI_LONG, default_group("armci_msg_lgop"));
+}
+armci_api(void, armci_msg_llgop, (long long* x, int n, char* op)) {
+  gop("armci_msg_llgop", SCOPE_ALL, x, n, op, ARMCI_LONG_LONG, default_group("armci_msg_llgop"));
+}
+armci_api(void, armci_msg_fgop, (float* x, int n, char* op)) {
+  gop("armci_msg_fgop", SCOPE_ALL, x, n, op, ARMCI_FLOAT, default_group("armci_msg_fgop"));
+}
+armci_api(void, armci_msg_dgop, (double* x, int n, char* op)) {
+  gop("armci_msg_dgop", SCOPE_ALL, x, n, op, ARMCI_DOUBLE, default_group("armci_msg_dgop"));
+}
+
+armci_api(void, armci_msg_group_gop_scope, (int scope, void* x, int n, char* op, int type, ARMCI_Group* group)) {
+  gop("armci_msg_group_gop_scope", scope, x, n, op, type,
+      member_group_of("armci_msg_group_gop_scope", "group", group));
+}
+armci_api(void, armci_msg_group_igop, (int* x, int n, char* op, ARMCI_Group* group)) {
+  gop("armci_msg_group_igop", SCOPE_ALL, x, n, op, ARMCI_INT, member_group_of("armci_msg_group_igop", "group", group));
+}
+armci_api(void, armci_msg_group_lgop, (long* x, int n, char* op, ARMCI_Group* group)) {
+  gop("armci_msg_group_lgop", SCOPE_ALL, x, n, op, ARMCI_LONG, member_group_of("armci_msg_group_lgop", "group", group));
+}
+armci_api(void, armci_msg_group_llgop, (long long* x, int n, char* op, ARMCI_Group* group)) {
+  gop("armci_msg_group_llgop", SCOPE_ALL, x, n, op, ARMCI_LONG_LONG,
+      member_group_of("armci_msg_group_llgop", "group", group));
+}
+armci_api(void, armci_msg_group_fgop, (float* x, int n, char* op, ARMCI_Group* group)) {
+  gop("armci_msg_group_fgop", SCOPE_ALL, x, n, op, ARMCI_FLOAT, member_group_of("armci_msg_group_fgop", "group", group));
+}
+armci_api(void, armci_msg_group_dgop, (double* x, int n, char* op, ARMCI_Group* group)) {
+  gop("armci_msg_group_dgop", SCOPE_ALL, x, n, op, ARMCI_DOUBLE,
+      member_group_of("armci_msg_group_dgop", "group", group));
+}
+
+// ---------------------------------------------------------------- selection
+
+armci_api(void, armci_msg_sel, (void* x, int n, char* op, int type, int contribute)) {
+  sel("armci_msg_sel", SCOPE_ALL, x, n, op, type, contribute, default_group("armci_msg_sel"));
+}
+armci_api(void, armci_msg_sel_scope, (int scope, void* x, int n, char* op, int type, int contribute)) {
+  sel("armci_msg_sel_scope", scope, x, n, op, type, contribute, default_group("armci_msg_sel_scope"));
+}
