@@ -8,6 +8,7 @@ packages=(
   openmpi-bin libopenmpi-dev
   libarmci-mpi-dev   # the ARMCI-MPI reference the benchmarks compare with
   python3-matplotlib # benchmarks/plot.py: the CSVs as PNG charts (the demo draws one)
+  openssh-server openssh-client  # scripts/test-two-hosts.sh: mpirun reaches the second guest over ssh
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -12,6 +12,7 @@
 #   scripts/test-two-hosts.sh CMD [ARGS...]   # CMD on rxea instead (benchmarks, scenarios)
 #
 # CMD finds: TWO_HOSTS_A/B (host names), TWO_HOSTS_MPIRUN_ARGS (--host rxea:2,rxeb:2),
+# TWO_HOSTS_UCX_ARGS (mpirun arguments for ARMCI_NETWORK=ucx jobs),
 # TWO_HOSTS_SSH (ssh to the other guest), TWO_HOSTS_OUT (a directory shared
 # read-write with this machine), and mpirun set up to reach rxeb.
 # Environment: TWO_HOSTS_TESTS (programs of the suite, default all),
@@ -40,6 +41,10 @@ if [ "${1:-}" = --guest ]; then
   export OMPI_MCA_plm_rsh_agent="$run/ssh"
   export TWO_HOSTS_A=$host_a TWO_HOSTS_B=$host_b TWO_HOSTS_SSH="$run/ssh"
   export TWO_HOSTS_MPIRUN_ARGS="--host $host_a:2,$host_b:2"
+  # UCX 1.13 over the two rxe devices: its own GID choice (index 1, RoCE v2 on
+  # IPv4) ends in "Endpoint timeout" on rc_verbs and ud_verbs; the link-local
+  # IPv6 GID (index 0) works. Jobs with ARMCI_NETWORK=ucx add these arguments.
+  export TWO_HOSTS_UCX_ARGS="-x UCX_IB_GID_INDEX=0"
   # rxeb boots at the same time; its sshd is up a few seconds after its kernel.
   up=0
   for _ in $(seq 1 120); do
@@ -73,6 +78,7 @@ if [ $# -eq 0 ]; then
 fi
 out=${TWO_HOSTS_OUT:-$build/two-hosts}
 mkdir -p "$out" && out=$(cd "$out" && pwd)
+rm -rf "$out/mp-logs"  # the failed jobs of an earlier run
 run=$(mktemp -d "${TMPDIR:-/tmp}/two-hosts.XXXXXX") || exit 1
 a_pid= b_pid=
 cleanup() {
@@ -130,11 +136,8 @@ export MP_INFLIGHT=20000
 status=0
 MP_MODES=hosts-verbs MP_TESTS="${TWO_HOSTS_TESTS:-}" ./tests/mp/run-mp-tests.sh || status=1
 if [ "${TWO_HOSTS_UCX_TESTS:-}" != none ]; then
-  # UCX 1.13 over the two rxe devices: its own GID choice (index 1, RoCE v2 on
-  # IPv4) ends in "Endpoint timeout" on rc_verbs and ud_verbs; the link-local
-  # IPv6 GID (index 0) works.
   MP_MODES=hosts-ucx MP_TESTS="${TWO_HOSTS_UCX_TESTS:-${TWO_HOSTS_TESTS:-}}" \
-    MP_MPIRUN_ARGS="\$MP_MPIRUN_ARGS -x UCX_IB_GID_INDEX=0" ./tests/mp/run-mp-tests.sh || status=1
+    MP_MPIRUN_ARGS="\$MP_MPIRUN_ARGS \$TWO_HOSTS_UCX_ARGS" ./tests/mp/run-mp-tests.sh || status=1
 fi
 exit \$status
 EOF
