@@ -29,6 +29,17 @@ mkdir -p "$out"
 csv=$TWO_HOSTS_OUT/two_hosts_bench.csv
 echo "measure,unit,impl,network,median,low,high,spread" > "$csv"
 
+# Under TCG a loaded guest can calibrate its TSC wrongly, and then its clock
+# (which every tool here times with) runs at a steady wrong rate. Files made in
+# the shared directory get this machine's time, so compare the two clocks
+# over the run.
+clock_mark() {  # name: guest time beside the host's mtime of a new file
+  rm -f "$out/clock.$1"
+  date +%s.%N > "$out/clock.$1.guest"
+  : > "$out/clock.$1"
+}
+clock_mark start
+
 # perftest: the server on rxeb (over ssh), the client here. The client is
 # retried while the server is still starting (connection refused).
 perf_pair() {  # name tool args...
@@ -98,9 +109,15 @@ for net in ${NETWORKS:-verbs ucx}; do
   ' "$out/rmw.$net.csv" >> "$csv" 2>/dev/null
 done
 
+clock_mark end
+rate=$(awk -v g0="$(cat "$out/clock.start.guest")" -v g1="$(cat "$out/clock.end.guest")" \
+  -v h0="$(stat -c %.9Y "$out/clock.start")" -v h1="$(stat -c %.9Y "$out/clock.end")" \
+  'BEGIN { if (h1 > h0) printf "%.3f", (g1 - g0) / (h1 - h0); else print "?" }')
+
 # The table: each measure, perftest beside ARMCI over each network.
 echo
 echo "$(hostname) -> $TWO_HOSTS_B, Soft-RoCE under QEMU TCG (1 vCPU per guest): medians [spread]"
+echo "$(hostname)'s clock ran $rate times as fast as this machine's over the run; times below are in its seconds"
 awk -F, -v nets="${NETWORKS:-verbs ucx}" '
   NR == 1 { next }
   { key = $3 == "perftest" ? "perftest" : "armci-" $4
@@ -129,3 +146,4 @@ awk -F, -v nets="${NETWORKS:-verbs ucx}" '
   }' "$csv"
 echo "CSV: $csv (spread: perftest latency t_min..99th percentile, bandwidth average..peak;"
 echo "     contig_bench q1..q3 of its samples; rmw_bench min)"
+echo "guest clock rate,ratio,guest,-,$rate,,,guest s per host s" >> "$csv"
