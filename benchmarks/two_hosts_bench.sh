@@ -19,7 +19,7 @@ if [ -z "${TWO_HOSTS_B:-}" ]; then
     echo "two_hosts_bench: run from a build directory after make" >&2
     exit 1
   }
-  RXE_VM_ENV="${RXE_VM_ENV:-} NETWORKS ITERS REPS" exec "$top/scripts/test-two-hosts.sh" "$0"
+  TWO_HOSTS_CLOCK=tsc RXE_VM_ENV="${RXE_VM_ENV:-} NETWORKS ITERS REPS" exec "$top/scripts/test-two-hosts.sh" "$0"
 fi
 
 dev=rxe0 server_ip=10.99.0.2
