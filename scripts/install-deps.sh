@@ -11,6 +11,7 @@ packages=(
   libarmci-mpi-dev   # the ARMCI-MPI reference the benchmarks compare with
   libglobalarrays-dev libscalapack-openmpi-dev gfortran # Global Arrays on this library (tests/ga; ga-config names scalapack)
   python3-matplotlib # benchmarks/plot.py: the CSVs as PNG charts (the demo draws one)
+  openssh-server openssh-client  # scripts/test-two-hosts.sh: mpirun reaches the second guest over ssh
 )
 missing=()
 for p in "${packages[@]}"; do

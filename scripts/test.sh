@@ -16,6 +16,16 @@ if [ "${ARMCI_TEST_VERBS:-1}" != 0 ]; then
   "$top/scripts/test-verbs-vm.sh" 2>&1 | tee verbs-vm.log || status=1
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
+# Across two hosts: two Soft-RoCE guests joined by a private link, mpirun over
+# ssh, 2 ranks per guest (ARMCI_TEST_TWO_HOSTS=0 skips it). The emulated
+# guests make the whole suite take well over an hour, so CI runs a subset
+# (TWO_HOSTS_TESTS, TWO_HOSTS_UCX_TESTS change it; empty: everything).
+if [ "${ARMCI_TEST_TWO_HOSTS:-1}" != 0 ]; then
+  TWO_HOSTS_TESTS=${TWO_HOSTS_TESTS-mp_basic mp_nonblocking mp_rmw mp_aggregate mp_errors:range mp_with_mpi:armci-first} \
+  TWO_HOSTS_UCX_TESTS=${TWO_HOSTS_UCX_TESTS-mp_basic mp_rmw} \
+    "$top/scripts/test-two-hosts.sh" 2>&1 | tee two-hosts.log || status=1
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
 
 # One closing line over every suite, from the runners' own logs.
 passed=0 failed=0
@@ -40,6 +50,9 @@ done
 if [ -f verbs-vm.log ] && [ "${ARMCI_TEST_VERBS:-1}" != 0 ]; then
   add_gtest verbs-vm.log
   add_runner verbs-vm.log
+fi
+if [ -f two-hosts.log ] && [ "${ARMCI_TEST_TWO_HOSTS:-1}" != 0 ]; then
+  add_runner two-hosts.log
 fi
 [ "$status" -ne 0 ] && [ "$failed" -eq 0 ] && failed=1
 echo "tests: $passed passed, $failed failed"
