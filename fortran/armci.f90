@@ -290,6 +290,39 @@ module armci
     end function
     subroutine armci_msg_barrier() bind(C, name='armci_msg_barrier')
     end subroutine
+    ! Reductions over every rank, in place; op is one of '+', '*', 'max',
+    ! 'min', 'absmax', 'absmin', 'or' (logical 'or': integers only), ended
+    ! by c_null_char.
+    subroutine armci_msg_igop(x, n, op) bind(C, name='armci_msg_igop')
+      import :: c_int, c_char
+      integer(c_int), intent(inout) :: x(*)
+      integer(c_int), value :: n
+      character(kind=c_char), intent(in) :: op(*)
+    end subroutine
+    subroutine armci_msg_lgop(x, n, op) bind(C, name='armci_msg_lgop')
+      import :: c_int, c_long, c_char
+      integer(c_long), intent(inout) :: x(*)
+      integer(c_int), value :: n
+      character(kind=c_char), intent(in) :: op(*)
+    end subroutine
+    subroutine armci_msg_fgop(x, n, op) bind(C, name='armci_msg_fgop')
+      import :: c_int, c_float, c_char
+      real(c_float), intent(inout) :: x(*)
+      integer(c_int), value :: n
+      character(kind=c_char), intent(in) :: op(*)
+    end subroutine
+    subroutine armci_msg_dgop(x, n, op) bind(C, name='armci_msg_dgop')
+      import :: c_int, c_double, c_char
+      real(c_double), intent(inout) :: x(*)
+      integer(c_int), value :: n
+      character(kind=c_char), intent(in) :: op(*)
+    end subroutine
+    ! len bytes from root's buffer to every rank's.
+    subroutine armci_msg_bcast(buffer, len, root) bind(C, name='armci_msg_bcast')
+      import :: c_ptr, c_int
+      type(c_ptr), value :: buffer
+      integer(c_int), value :: len, root
+    end subroutine
   end interface
 
 contains

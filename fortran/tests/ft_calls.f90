@@ -306,6 +306,40 @@ program ft_calls
     call check(ARMCI_Free_local(lp) == 0, 'ARMCI_Free_local')
   end block
 
+  ! ----------------------------------------------------- armci_msg
+  block
+    integer(c_int) :: iv(3)
+    integer(c_long) :: lv(2)
+    real(c_float) :: fv(2)
+    real(c_double) :: dv(2)
+    real(c_double), target :: bv(4)
+    integer :: r
+    iv = [me + 1, -me, 7]
+    call armci_msg_igop(iv, 3_c_int, '+' // c_null_char)
+    call check(iv(1) == np * (np + 1) / 2 .and. iv(2) == -(np * (np - 1)) / 2 .and. iv(3) == 7 * np, &
+               'armci_msg_igop +')
+    lv = [int(me, c_long) * 3_c_long, -int(me, c_long)]
+    call armci_msg_lgop(lv, 2_c_int, 'max' // c_null_char)
+    call check(lv(1) == 3 * (np - 1) .and. lv(2) == 0, 'armci_msg_lgop max')
+    fv = [real(me + 1, c_float), 2.0_c_float]
+    call armci_msg_fgop(fv, 2_c_int, '*' // c_null_char)
+    call check(fv(2) == 2.0_c_float ** np, 'armci_msg_fgop *')
+    dv = [-(me + 1) * 1.5d0, (me + 1) * 0.25d0]
+    call armci_msg_dgop(dv, 2_c_int, 'absmin' // c_null_char)
+    call check(dv(1) == 1.5d0 .and. dv(2) == 0.25d0, 'armci_msg_dgop absmin')
+    dv = [real(me, c_double), 0d0]
+    call armci_msg_dgop(dv, 2_c_int, 'min' // c_null_char)
+    call check(dv(1) == 0d0, 'armci_msg_dgop min')
+    do r = 0, np - 1
+      bv = -1d0
+      if (me == r) bv = [(r * 10d0 + i, i = 1, 4)]
+      call armci_msg_bcast(c_loc(bv), int(4 * sizeof_double, c_int), int(r, c_int))
+      do i = 1, 4
+        call check(bv(i) == r * 10d0 + i, 'armci_msg_bcast data')
+      end do
+    end do
+  end block
+
   call armci_msg_barrier()
   call check(ARMCI_Free(lbases(me + 1)) == 0, 'ARMCI_Free longs')
   call check(ARMCI_Free(ibases(me + 1)) == 0, 'ARMCI_Free ints')
