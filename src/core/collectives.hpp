@@ -74,10 +74,13 @@ class Collectives {
   std::vector<std::vector<std::byte>> allgather(const Team& team, std::span<const std::byte> mine);
 
   // Bytes one slot carries; longer messages go in pieces, up to kDepth of
-  // them ahead of the receiver (each handover costs a wake-up of the other
-  // side: fewer, larger pieces in flight matter on a loaded machine).
-  static constexpr std::size_t kSlotBytes = 64 * 1024;
-  static constexpr int kDepth = 4;
+  // them ahead of the receiver. Every rank's inbox holds channels x node
+  // size x kDepth slots made at ARMCI_Init, so this is /dev/shm that every
+  // job pays for before its first ARMCI_Malloc (and it grows with the
+  // square of the ranks per node): 4 x 64 KiB took 2 MiB per rank at 4 ranks
+  // and left a shared-memory-only job unable to start in a 1 MiB /dev/shm.
+  static constexpr std::size_t kSlotBytes = 16 * 1024;
+  static constexpr int kDepth = 2;
 
  private:
   struct Slot;
