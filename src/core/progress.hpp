@@ -145,6 +145,8 @@ class Progress {
   }
   void helper_loop(int wakeup);
   void place_helper();
+  bool only_one_cpu_allowed() const;
+  void yield_core_to_application();
 
   const Settings& settings_;
   int rank_;
@@ -152,6 +154,7 @@ class Progress {
   std::mutex mutex_;
   std::vector<BackgroundWork*> background_;
   std::thread helper_;
+  bool shares_core_ = false;  // the helper runs on the application's only CPU
   std::atomic<std::uint64_t> application_progress_{0};
   int stop_ = -1;  // eventfd: the helper ends
   int kick_ = -1;  // eventfd: pipeline work for the helper
