@@ -54,26 +54,16 @@ void Progress::start_helper() {
 }
 
 // A launcher's default binding (mpirun, srun) gives each rank one core: the
-// helper then shares the application's only CPU.
+// helper then shares the application's only CPU and must not spin on it.
+// It keeps its normal priority: as SCHED_IDLE it got almost nothing while
+// the application computed, so a peer's gets and puts to a busy target
+// over UCX/TCP fell to 1-18 MB/s (target_busy), and an unprivileged thread
+// cannot raise itself back when the application leaves the library.
 bool Progress::only_one_cpu_allowed() const {
   if (settings_.helper_cpu >= 0) return false;  // placed on a CPU of its own
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
   return sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) < 2;
-}
-
-// On the application's only core the helper must never take the CPU from
-// it: as SCHED_IDLE it runs only while the application thread sleeps or
-// computes nothing (blocked in MPI, in a nap), and a completion that wakes
-// it no longer preempts the application that will reap that completion
-// itself. Without this every wakeup was a context switch on the critical
-// path (8x on put+fence under mpirun's binding).
-void Progress::yield_core_to_application() {
-  if (!shares_core_) return;
-  const sched_param lowest{};
-  const int error = pthread_setschedparam(pthread_self(), SCHED_IDLE, &lowest);
-  if (error != 0 && settings_.verbose > 0)
-    std::fprintf(stderr, "armci: rank %d: could not lower the helper thread's priority (%d)\n", rank_, error);
 }
 
 // Where the helper runs. The kernel tends to wake a thread on its waker's
@@ -114,7 +104,6 @@ void Progress::place_helper() {
 // it has gone. A pipeline left unfinished by a nonblocking call kicks it
 // awake at once: its copies are what the application overlaps.
 void Progress::helper_loop(int wakeup) {
-  yield_core_to_application();
   const long shortest_ns = settings_.progress_idle_us * 1000;
   const long longest_ns = shortest_ns * 64;
   // Spinning on a shared core only takes it from the application.

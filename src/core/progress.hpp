@@ -75,6 +75,7 @@ class Progress {
   // same-node path never takes it.
   template <typename F>
   decltype(auto) with_network(F&& f) {
+    application_progress_.fetch_add(1, std::memory_order_relaxed);  // inside the library: the helper keeps off
     std::lock_guard guard(mutex_);
     return f(*network_);
   }
@@ -146,7 +147,6 @@ class Progress {
   void helper_loop(int wakeup);
   void place_helper();
   bool only_one_cpu_allowed() const;
-  void yield_core_to_application();
 
   const Settings& settings_;
   int rank_;
