@@ -48,8 +48,22 @@ void Progress::start_helper() {
   stop_ = eventfd(0, EFD_CLOEXEC);
   kick_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (stop_ < 0 || kick_ < 0) fail("ARMCI_Init", "eventfd for the helper thread failed");
+  shares_core_ = only_one_cpu_allowed();
   helper_ = std::thread([this, wakeup] { helper_loop(wakeup); });
   place_helper();
+}
+
+// A launcher's default binding (mpirun, srun) gives each rank one core: the
+// helper then shares the application's only CPU and must not spin on it.
+// It keeps its normal priority: as SCHED_IDLE it got almost nothing while
+// the application computed, so a peer's gets and puts to a busy target
+// over UCX/TCP fell to 1-18 MB/s (target_busy), and an unprivileged thread
+// cannot raise itself back when the application leaves the library.
+bool Progress::only_one_cpu_allowed() const {
+  if (settings_.helper_cpu >= 0) return false;  // placed on a CPU of its own
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  return sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) < 2;
 }
 
 // Where the helper runs. The kernel tends to wake a thread on its waker's
@@ -92,7 +106,8 @@ void Progress::place_helper() {
 void Progress::helper_loop(int wakeup) {
   const long shortest_ns = settings_.progress_idle_us * 1000;
   const long longest_ns = shortest_ns * 64;
-  const bool spin = settings_.helper == HelperMode::spin;
+  // Spinning on a shared core only takes it from the application.
+  const bool spin = settings_.helper == HelperMode::spin && !shares_core_;
   const auto spin_for = std::chrono::microseconds(settings_.helper_spin_us);
   long step_ns = shortest_ns;
   pollfd control[2] = {{stop_, POLLIN, 0}, {kick_, POLLIN, 0}};

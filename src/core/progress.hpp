@@ -76,6 +76,7 @@ class Progress {
   // same-node path never takes it.
   template <typename F>
   decltype(auto) with_network(F&& f) {
+    application_progress_.fetch_add(1, std::memory_order_relaxed);  // inside the library: the helper keeps off
     std::lock_guard guard(mutex_);
     return f(*network_);
   }
@@ -152,6 +153,7 @@ class Progress {
   }
   void helper_loop(int wakeup);
   void place_helper();
+  bool only_one_cpu_allowed() const;
 
   const Settings& settings_;
   int rank_;
@@ -159,6 +161,7 @@ class Progress {
   std::mutex mutex_;
   std::vector<BackgroundWork*> background_;
   std::thread helper_;
+  bool shares_core_ = false;  // the helper runs on the application's only CPU
   std::atomic<std::uint64_t> application_progress_{0};
   int stop_ = -1;  // eventfd: the helper ends
   int kick_ = -1;  // eventfd: pipeline work for the helper
