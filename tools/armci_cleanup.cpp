@@ -39,18 +39,10 @@ int main(int argc, char** argv) {
     else if (std::strcmp(argv[i], "--dry-run") == 0) dry_run = true;
     else return usage();
   }
-  DIR* dir = opendir("/dev/shm");
-  if (dir == nullptr) {
-    std::perror("armci_cleanup: /dev/shm");
-    return 1;
-  }
   int status = 0;
-  while (dirent* entry = readdir(dir)) {
-    const std::string name = entry->d_name;
-    const auto parsed = armci::segment_names::parse(name);
-    if (!parsed) continue;
-    const bool chosen = job_tag.empty() ? process_gone(parsed->pid) : parsed->tag == job_tag;
-    if (!chosen) continue;
+  const bool listed = armci::segment_names::for_each([&](const std::string& name, const armci::segment_names::Parsed& parsed) {
+    const bool chosen = job_tag.empty() ? process_gone(parsed.pid) : parsed.tag == job_tag;
+    if (!chosen) return;
     if (dry_run) {
       std::printf("would remove /dev/shm/%s\n", name.c_str());
     } else if (shm_unlink(("/" + name).c_str()) == 0) {
@@ -59,7 +51,10 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "armci_cleanup: removing /dev/shm/%s: %s\n", name.c_str(), std::strerror(errno));
       status = 1;
     }
+  });
+  if (!listed) {
+    std::perror("armci_cleanup: /dev/shm");
+    return 1;
   }
-  closedir(dir);
   return status;
 }

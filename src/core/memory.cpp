@@ -1,5 +1,7 @@
 #include "src/core/memory.hpp"
 
+#include <algorithm>
+
 #include <sys/mman.h>
 
 #include <cstdio>
@@ -318,11 +320,20 @@ void Memory::cleanup_names() {
   for (auto& [id, allocation] : allocations_) allocation->own.unlink();
   // An allocation cut short (a neighbour died inside it, or this rank is
   // failing in it): its names, this rank's and every same-host rank's, go
-  // too, since a dead neighbour cannot remove its own.
-  if (allocating_ != 0 && peers_.neighbours_share_memory())
-    for (int r = 0; r < peers_.size(); ++r)
-      if (peers_.kind(r) == PeerKind::self || peers_.kind(r) == PeerKind::shared_memory)
-        shm_unlink(segment_name(r, allocating_).c_str());
+  // too, since a dead neighbour cannot remove its own. A neighbour's id for
+  // it need not be ours (groups allocate apart), so every name of this job
+  // made by a same-host rank goes: this path ends the job, and a finished
+  // allocation's names are gone already.
+  if (allocating_ == 0 || !peers_.neighbours_share_memory()) return;
+  std::vector<long> neighbour_pids;
+  for (int r = 0; r < peers_.size(); ++r)
+    if (peers_.kind(r) == PeerKind::self || peers_.kind(r) == PeerKind::shared_memory)
+      neighbour_pids.push_back(pids_[static_cast<std::size_t>(r)]);
+  segment_names::for_each([&](const std::string& name, const segment_names::Parsed& parsed) {
+    if (parsed.tag == job_tag_ &&
+        std::find(neighbour_pids.begin(), neighbour_pids.end(), parsed.pid) != neighbour_pids.end())
+      shm_unlink(("/" + name).c_str());
+  });
 }
 
 }  // namespace armci

@@ -5,6 +5,8 @@
 // creator that is gone). Shared by the library and the armci_cleanup tool.
 #pragma once
 
+#include <dirent.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <optional>
@@ -47,6 +49,20 @@ inline std::optional<Parsed> parse(const std::string& entry) {
       entry.size() != prefix.size() + static_cast<std::size_t>(end) || std::string(tag).size() != 16)
     return std::nullopt;
   return Parsed{tag, pid};
+}
+
+// Calls visit(entry, parsed) for every /dev/shm entry this library made
+// (any job); false when /dev/shm cannot be read.
+template <typename Visit>
+bool for_each(Visit visit) {
+  DIR* dir = opendir("/dev/shm");
+  if (dir == nullptr) return false;
+  while (dirent* entry = readdir(dir)) {
+    const std::string name = entry->d_name;
+    if (const auto parsed = parse(name)) visit(name, *parsed);
+  }
+  closedir(dir);
+  return true;
 }
 
 }  // namespace armci::segment_names
