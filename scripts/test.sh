@@ -21,8 +21,8 @@ fi
 # guests make the whole suite take well over an hour, so CI runs a subset
 # (TWO_HOSTS_TESTS, TWO_HOSTS_UCX_TESTS change it; empty: everything).
 if [ "${ARMCI_TEST_TWO_HOSTS:-1}" != 0 ]; then
-  TWO_HOSTS_TESTS=${TWO_HOSTS_TESTS-mp_basic mp_nonblocking mp_rmw mp_aggregate mp_errors:range mp_with_mpi:armci-first} \
-  TWO_HOSTS_UCX_TESTS=${TWO_HOSTS_UCX_TESTS-mp_basic mp_rmw} \
+  TWO_HOSTS_TESTS=${TWO_HOSTS_TESTS-mp_basic mp_acc mp_nonblocking mp_rmw mp_aggregate mp_regcache mp_errors:range mp_with_mpi:armci-first} \
+  TWO_HOSTS_UCX_TESTS=${TWO_HOSTS_UCX_TESTS-mp_basic mp_rmw mp_regcache} \
     "$top/scripts/test-two-hosts.sh" 2>&1 | tee two-hosts.log || status=1
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
