@@ -131,6 +131,11 @@ const Entry kEntries[] = {
      [](const Settings& s) -> std::string { return to_string(s.strided); }},
     number<FIELD(strided_buffered_max), 0>("ARMCI_STRIDED_BUFFERED_MAX"),
     number<FIELD(strided_host_max), 0>("ARMCI_STRIDED_HOST_MAX"),
+    // Only `abort` exists so far; `return` (error codes so a runtime can
+    // recover) must be refused by name rather than silently ignored.
+    {"ARMCI_ON_PEER_FAILURE",
+     [](Settings&, const char* n, const char* text) { parse_choice(n, text, {"abort"}, {0}); },
+     [](const Settings&) { return std::string("abort"); }},
     {"ARMCI_UCX_ERR_MODE",
      [](Settings& s, const char* n, const char* text) {
        s.network_options.ucx.detect_failures = parse_choice(n, text, {"none", "peer"}, {false, true});

@@ -73,5 +73,11 @@ TEST(SettingsDeathTest, BadChoiceListsTheChoices) {
               "setting ARMCI_UCX_ERR_MODE='bogus' is not one of none, peer");
 }
 
+TEST(SettingsDeathTest, UnimplementedPeerFailurePolicyIsRefused) {
+  ScopedVariable bad("ARMCI_ON_PEER_FAILURE", "return");
+  EXPECT_EXIT(Settings::from_environment(), ::testing::ExitedWithCode(1),
+              "setting ARMCI_ON_PEER_FAILURE='return' is not one of abort");
+}
+
 }  // namespace
 }  // namespace armci
