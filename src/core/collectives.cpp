@@ -189,6 +189,22 @@ bool Collectives::waiting(Channel channel, int from) {
   return queue(channel, from).count(next) != 0;
 }
 
+std::size_t Collectives::next_length(Channel channel, int from) {
+  const std::uint64_t next = counter(received_, channel, from) + 1;
+  if (local(from)) {
+    Slot* slot = slot_at(peers_.rank(), channel, from, next);
+    progress_.until([&] { return slot->posted.load(std::memory_order_acquire) == next; });
+    return slot->total;
+  }
+  std::map<std::uint64_t, Arrived>& arrived = queue(channel, from);
+  progress_.until([&] {
+    std::lock_guard guard(queues_mutex_);
+    return arrived.count(next) != 0;
+  });
+  std::lock_guard guard(queues_mutex_);
+  return arrived.at(next).total;
+}
+
 int Collectives::wait_any(Channel channel) {
   const int n = peers_.size();
   int found = -1;
@@ -219,7 +235,8 @@ void Collectives::barrier(const Team& team) {
   }
 }
 
-void Collectives::broadcast(const Team& team, void* data, std::size_t bytes, int root) {
+void Collectives::broadcast_tree(const Team& team, int root, const std::function<void(int)>& receive_from,
+                                 const std::function<void(int)>& send_to) {
   // Binomial tree over indices relative to the root.
   const int n = team.size();
   const int relative = (team.me - root + n) % n;
@@ -227,11 +244,17 @@ void Collectives::broadcast(const Team& team, void* data, std::size_t bytes, int
   int mask = 1;
   for (; mask < n; mask <<= 1)
     if (relative & mask) {
-      receive("armci_msg_bcast", Channel::collective, member(relative - mask), -1, data, bytes);
+      receive_from(member(relative - mask));
       break;
     }
   for (mask >>= 1; mask > 0; mask >>= 1)
-    if (relative + mask < n) send(Channel::collective, member(relative + mask), 0, data, bytes);
+    if (relative + mask < n) send_to(member(relative + mask));
+}
+
+void Collectives::broadcast(const Team& team, void* data, std::size_t bytes, int root) {
+  broadcast_tree(
+      team, root, [&](int from) { receive("armci_msg_bcast", Channel::collective, from, -1, data, bytes); },
+      [&](int to) { send(Channel::collective, to, 0, data, bytes); });
 }
 
 void Collectives::allreduce(const Team& team, void* data, std::size_t bytes, const Combine& combine) {
@@ -255,35 +278,35 @@ void Collectives::allreduce(const Team& team, void* data, std::size_t bytes, con
 }
 
 std::vector<std::vector<std::byte>> Collectives::allgather(const Team& team, std::span<const std::byte> mine) {
-  // Gathered at index 0 as length-prefixed records, then broadcast.
+  // Gathered at index 0 as length-prefixed records, then broadcast: one
+  // message per record and one per tree edge, each sized by what its first
+  // piece says (allocations run one of these per ARMCI_Malloc and Free).
   const int n = team.size();
   std::vector<std::byte> packed;
   if (team.me == 0) {
-    auto append = [&](std::span<const std::byte> record) {
-      const std::uint64_t length = record.size();
+    auto append_length = [&](std::uint64_t length) {
       const auto* l = reinterpret_cast<const std::byte*>(&length);
       packed.insert(packed.end(), l, l + sizeof length);
-      packed.insert(packed.end(), record.begin(), record.end());
     };
-    append(mine);
-    std::vector<std::byte> record;
+    append_length(mine.size());
+    packed.insert(packed.end(), mine.begin(), mine.end());
     for (int i = 1; i < n; ++i) {
       const int from = team.members[static_cast<std::size_t>(i)];
-      std::uint64_t length = 0;
-      receive("allgather", Channel::collective, from, -1, &length, sizeof length);
-      record.resize(length);
-      receive("allgather", Channel::collective, from, -1, record.data(), length);
-      append(record);
+      const std::size_t length = next_length(Channel::collective, from);
+      append_length(length);
+      packed.resize(packed.size() + length);
+      receive("allgather", Channel::collective, from, -1, packed.data() + packed.size() - length, length);
     }
   } else {
-    const std::uint64_t length = mine.size();
-    send(Channel::collective, team.members[0], 0, &length, sizeof length);
     send(Channel::collective, team.members[0], 0, mine.data(), mine.size());
   }
-  std::uint64_t total = packed.size();
-  broadcast(team, &total, sizeof total, 0);
-  packed.resize(total);
-  broadcast(team, packed.data(), total, 0);
+  broadcast_tree(
+      team, 0,
+      [&](int from) {
+        packed.resize(next_length(Channel::collective, from));
+        receive("allgather", Channel::collective, from, -1, packed.data(), packed.size());
+      },
+      [&](int to) { send(Channel::collective, to, 0, packed.data(), packed.size()); });
   std::vector<std::vector<std::byte>> records(static_cast<std::size_t>(n));
   std::size_t at = 0;
   for (auto& record : records) {

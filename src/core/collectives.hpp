@@ -94,6 +94,13 @@ class Collectives {
   Slot* slot_at(int receiver, Channel channel, int sender, std::uint64_t sequence) const;
   bool local(int proc) const { return inbox_local_[static_cast<std::size_t>(proc)] != nullptr; }
   bool waiting(Channel channel, int from);
+  // The length of the next message from `from`, once its first piece is
+  // here (it stays to be received).
+  std::size_t next_length(Channel channel, int from);
+  // The binomial tree of a broadcast: receive_from(member) once (but at the
+  // root), then send_to(member) for each child.
+  void broadcast_tree(const Team& team, int root, const std::function<void(int)>& receive_from,
+                      const std::function<void(int)>& send_to);
   void send_network(Channel channel, int to, int tag, const std::byte* data, std::size_t bytes);
   std::size_t receive_network(const char* call, Channel channel, int from, int tag, std::byte* data,
                               std::size_t capacity);

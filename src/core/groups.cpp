@@ -98,6 +98,7 @@ Memory::Members Groups::allocation_members(const Group& group) {
     return by_world_rank;
   };
   members.barrier = [this, &group] { collectives_.barrier(group.team()); };
+  members.ranks = group.members;
   return members;
 }
 

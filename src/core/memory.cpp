@@ -49,12 +49,14 @@ std::byte* Allocation::local(const Peers& peers, int proc) const {
   return nullptr;
 }
 
-Memory::Memory(const Peers& peers, Progress& progress, Exchange exchange, std::string job_tag, std::vector<long> pids)
+Memory::Memory(const Peers& peers, Progress& progress, Exchange exchange, std::string job_tag, std::vector<long> pids,
+               std::size_t keep_freed_bytes)
     : peers_(peers),
       progress_(progress),
       exchange_(std::move(exchange)),
       job_tag_(std::move(job_tag)),
-      pids_(std::move(pids)) {
+      pids_(std::move(pids)),
+      keep_freed_bytes_(keep_freed_bytes) {
   regions_.resize(peers_.size());
 }
 
@@ -188,23 +190,199 @@ void Memory::free_allocation(Allocation& allocation) {
 
 // ------------------------------------------------------------------ ARMCI_Malloc / ARMCI_Free
 
+std::vector<bool> Memory::member_mask(const Members* members) const {
+  std::vector<bool> mask(static_cast<std::size_t>(peers_.size()), members == nullptr);
+  if (members)
+    for (int r : members->ranks) mask[static_cast<std::size_t>(r)] = true;
+  return mask;
+}
+
+std::uint64_t Memory::take_segment(std::uint64_t id, std::size_t bytes, const std::vector<bool>& members,
+                                   bool& made) {
+  const std::size_t need = platform::page_round(bytes);
+  // A spare segment up to twice the size, that every member still reaches.
+  for (auto it = spare_segments_.lower_bound(need); it != spare_segments_.end() && it->first <= 2 * need; ++it) {
+    OwnSegment& spare = own_segments_.at(it->second);
+    bool reached = true;
+    for (std::size_t r = 0; r < members.size(); ++r) reached &= !members[r] || spare.known_by[r];
+    if (!reached) continue;
+    const std::uint64_t found = it->second;
+    spare_bytes_ -= it->first;
+    spare_segments_.erase(it);
+    // As zero-filled as a fresh segment: no part shows an earlier one's data.
+    std::memset(spare.memory.address(), 0, bytes);
+    made = false;
+    return found;
+  }
+  OwnSegment segment;
+  segment.known_by = members;
+  const bool network = progress_.has_network();
+  if (peers_.neighbours_share_memory()) {
+    segment.memory = platform::SharedSegment::create(segment_name(peers_.rank(), id), bytes);
+  } else if (void* memory = network ? progress_.with_network([&](platform::Network& net) {
+               return net.allocate_memory(need, segment.registration);
+             })
+                                    : nullptr) {
+    // The layer's own memory: same-host peers reached through it attach
+    // it, so their transfers need nothing from this process.
+    segment.memory = platform::SharedSegment::borrowed(memory, need);
+  } else {
+    segment.memory = platform::SharedSegment::anonymous(bytes);
+  }
+  if (network)
+    progress_.with_network([&](platform::Network& net) {
+      if (!segment.registration)
+        segment.registration = net.register_memory(segment.memory.address(), segment.memory.size());
+      segment.packed_key = net.pack_remote_key(segment.registration);
+    });
+  own_segments_.emplace(id, std::move(segment));
+  made = true;
+  return id;
+}
+
+bool Memory::should_destroy(std::uint64_t id, const std::vector<bool>& members) const {
+  const OwnSegment& segment = own_segments_.at(id);
+  // Only a release that every holder of a mapping or key takes part in can
+  // tell them all to drop theirs; otherwise it stays spare.
+  for (std::size_t r = 0; r < members.size(); ++r)
+    if (segment.known_by[r] && !members[r]) return false;
+  return spare_bytes_ + segment.memory.size() > keep_freed_bytes_;
+}
+
+void Memory::give_back_segment(std::uint64_t id, bool destroy) {
+  auto found = own_segments_.find(id);
+  if (!destroy) {
+    spare_bytes_ += found->second.memory.size();
+    spare_segments_.emplace(found->second.memory.size(), id);
+    return;
+  }
+  if (found->second.registration)
+    progress_.with_network([&](platform::Network& net) { net.deregister_memory(found->second.registration); });
+  own_segments_.erase(found);
+}
+
+void Memory::drop_peer_segment(PeerSegment& segment) {
+  if (segment.key)
+    progress_.with_network([&](platform::Network& net) { net.release_remote_key(segment.key); });
+  segment.key = {};
+  segment.mapped.release();
+}
+
 std::vector<void*> Memory::allocate(const char* call, std::size_t bytes, const Members* members) {
-  std::unique_ptr<Allocation> allocation;
+  auto allocation = std::make_unique<Allocation>();
+  allocation->id = next_allocation_++;
+  allocating_ = allocation->id;
+  const std::vector<bool> mask = member_mask(members);
+  // A rank that cannot make its part says why in its record, so every rank
+  // fails the same call (none returns memory a neighbour never got).
+  std::string failure;
+  std::uint64_t my_segment = 0;
+  bool made = false;
+  if (bytes > 0) {
+    try {
+      my_segment = take_segment(allocation->id, bytes, mask, made);
+    } catch (const platform::ShmSpaceError& e) {
+      failure = shm_space_message(e);
+    } catch (const std::exception& e) {
+      failure = "rank " + std::to_string(peers_.rank()) + " could not make its shared segment: " + e.what();
+    }
+  }
+  const OwnSegment* mine = my_segment != 0 ? &own_segments_.at(my_segment) : nullptr;
+  RecordWriter record;
+  record.add_bytes(std::as_bytes(std::span(failure.data(), failure.size())));
+  record.add<std::uint64_t>(allocation->id);
+  record.add<std::uint64_t>(mine ? reinterpret_cast<std::uintptr_t>(mine->memory.address()) : 0);
+  record.add<std::uint64_t>(mine ? bytes : 0);
+  record.add<std::uint64_t>(my_segment);
+  record.add<std::uint64_t>(mine ? mine->memory.size() : 0);
+  record.add<std::uint8_t>(made ? 1 : 0);
+  // Keys go with new segments only: the holders keep those of spare ones.
+  record.add_bytes(made ? std::span<const std::byte>(mine->packed_key) : std::span<const std::byte>());
+  std::vector<std::vector<std::byte>> records;
   try {
-    allocation = collective_allocate(bytes, true, members);
+    records = members ? members->exchange(record.bytes) : exchange_(record.bytes);
   } catch (const std::exception& e) {
     // A peer's death is the likelier cause of a failed exchange: say so.
     probe_liveness();
     fail(call, "allocating %zu bytes failed: %s", bytes, e.what());
   }
-  std::vector<void*> bases(static_cast<std::size_t>(peers_.size()));
+
+  std::string failures;
+  bool any_made = false;
+  for (const auto& theirs : records) {
+    if (theirs.empty()) continue;  // outside the group
+    RecordReader in(theirs);
+    auto text = in.take_bytes();
+    for (int skip = 0; skip < 5; ++skip) in.take<std::uint64_t>();
+    any_made |= in.take<std::uint8_t>() != 0;
+    if (text.empty()) continue;
+    if (!failures.empty()) failures += "; ";
+    failures.append(reinterpret_cast<const char*>(text.data()), text.size());
+  }
+  if (!failures.empty()) {
+    if (my_segment != 0) give_back_segment(my_segment, made);
+    probe_liveness();
+    fail(call, "allocating %zu bytes failed: %s", bytes, failures.c_str());
+  }
+
+  const auto n = static_cast<std::size_t>(peers_.size());
+  allocation->ids.assign(n, 0);
+  allocation->bases.assign(n, 0);
+  allocation->sizes.assign(n, 0);
+  allocation->segments.assign(n, 0);
+  allocation->keys.assign(n, platform::RemoteKey{});
+  std::vector<std::byte*> local(n, nullptr);
+  for (int r = 0; r < peers_.size(); ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    if (records[i].empty()) continue;  // outside the group
+    RecordReader in(records[i]);
+    in.take_bytes();  // no failure: checked above
+    allocation->ids[i] = in.take<std::uint64_t>();
+    allocation->bases[i] = in.take<std::uint64_t>();
+    allocation->sizes[i] = in.take<std::uint64_t>();
+    allocation->segments[i] = in.take<std::uint64_t>();
+    const auto capacity = in.take<std::uint64_t>();
+    const bool new_segment = in.take<std::uint8_t>() != 0;
+    auto key = in.take_bytes();
+    if (allocation->sizes[i] == 0) continue;
+    const std::pair<int, std::uint64_t> which{r, allocation->segments[i]};
+    if (new_segment) {
+      PeerSegment& reached = peer_segments_[which];
+      if (peers_.kind(r) == PeerKind::shared_memory)
+        reached.mapped = platform::SharedSegment::attach(segment_name(r, allocation->segments[i]), capacity);
+      // With a network every rank packs a key, and every key is unpacked:
+      // self's and neighbours' too, for network atomics.
+      if (!key.empty())
+        reached.key = progress_.with_network([&](platform::Network& net) { return net.unpack_remote_key(r, key); });
+    }
+    auto found = peer_segments_.find(which);
+    if (found == peer_segments_.end()) {
+      if (peers_.kind(r) == PeerKind::self) continue;  // self needs no key without a network
+      fail(call, "rank %d's part reuses its segment %llu, which this rank never reached", r,
+           static_cast<unsigned long long>(allocation->segments[i]));
+    }
+    allocation->keys[i] = found->second.key;
+    if (peers_.kind(r) == PeerKind::shared_memory) local[i] = static_cast<std::byte*>(found->second.mapped.address());
+  }
+  if (mine) {
+    local[static_cast<std::size_t>(peers_.rank())] = static_cast<std::byte*>(mine->memory.address());
+    allocation->own_key = mine->packed_key;
+  }
+  // Every neighbour has mapped a new segment once all have passed this
+  // point; then its name can go, so a crash leaves nothing behind in
+  // /dev/shm. Allocations from spare segments need no barrier: the
+  // exchange already waited for every member.
+  if (any_made) {
+    if (members) members->barrier();
+    else barrier_();
+    if (made) own_segments_.at(my_segment).memory.unlink();
+  }
+  allocating_ = 0;
+
+  std::vector<void*> bases(n);
   bool any_part = false;
   for (std::size_t size : allocation->sizes) any_part |= size > 0;
-  if (!any_part) {
-    // Nothing to reach, and nothing by which ARMCI_Free could name it.
-    free_allocation(*allocation);
-    return bases;
-  }
+  if (!any_part) return bases;  // nothing to reach, and nothing by which ARMCI_Free could name it
   for (int r = 0; r < peers_.size(); ++r) {
     const auto i = static_cast<std::size_t>(r);
     bases[i] = reinterpret_cast<void*>(allocation->bases[i]);
@@ -214,12 +392,12 @@ std::vector<void*> Memory::allocate(const char* call, std::size_t bytes, const M
     region.size = allocation->sizes[i];
     region.allocation = allocation->id;
     region.key = allocation->keys[i];
-    region.local = allocation->local(peers_, r);
+    region.local = local[i];
     std::lock_guard guard(progress_.mutex());  // the helper reads the table
     regions_.insert(r, region);
   }
-  const auto mine = static_cast<std::size_t>(peers_.rank());
-  if (allocation->sizes[mine] > 0) allocation_of_base_[allocation->bases[mine]] = allocation->id;
+  const auto me = static_cast<std::size_t>(peers_.rank());
+  if (allocation->sizes[me] > 0) allocation_of_base_[allocation->bases[me]] = allocation->id;
   const std::uint64_t id = allocation->id;
   allocations_[id] = std::move(allocation);
   return bases;
@@ -227,13 +405,20 @@ std::vector<void*> Memory::allocate(const char* call, std::size_t bytes, const M
 
 void Memory::release(const char* call, void* my_base, const Members* members) {
   // A rank whose part was empty passes NULL, so the ranks agree on which
-  // allocation goes by exchanging the id each of them made its part under.
-  std::int64_t mine = -1;
+  // allocation goes by exchanging the id each of them made its part under,
+  // and whether its segment goes or stays spare.
+  struct Record {
+    std::int64_t id;
+    std::uint8_t destroy;
+  } mine{-1, 0};
+  const std::vector<bool> mask = member_mask(members);
   if (my_base != nullptr) {
     auto found = allocation_of_base_.find(reinterpret_cast<std::uintptr_t>(my_base));
     if (found == allocation_of_base_.end())
       fail(call, "argument 'ptr' (%p) is not the base of a live ARMCI_Malloc allocation", my_base);
-    mine = static_cast<std::int64_t>(found->second);
+    mine.id = static_cast<std::int64_t>(found->second);
+    const Allocation& allocation = *allocations_.at(found->second);
+    mine.destroy = should_destroy(allocation.segments[static_cast<std::size_t>(peers_.rank())], mask) ? 1 : 0;
   }
   auto mine_bytes = std::as_bytes(std::span(&mine, 1));
   std::vector<std::vector<std::byte>> all;
@@ -243,28 +428,28 @@ void Memory::release(const char* call, void* my_base, const Members* members) {
     probe_liveness();
     fail(call, "the exchange between the ranks failed: %s", e.what());
   }
-  std::vector<std::int64_t> theirs(static_cast<std::size_t>(peers_.size()), -1);
+  std::vector<Record> theirs(static_cast<std::size_t>(peers_.size()), Record{-1, 0});
   for (std::size_t r = 0; r < theirs.size(); ++r)
-    if (!all[r].empty()) std::memcpy(&theirs[r], all[r].data(), sizeof(std::int64_t));
+    if (!all[r].empty()) std::memcpy(&theirs[r], all[r].data(), sizeof(Record));
   auto matches = [&](const Allocation& a) {
     for (std::size_t r = 0; r < theirs.size(); ++r)
-      if (theirs[r] >= 0 && a.ids[r] != static_cast<std::uint64_t>(theirs[r])) return false;
+      if (theirs[r].id >= 0 && a.ids[r] != static_cast<std::uint64_t>(theirs[r].id)) return false;
     return true;
   };
   auto found = allocations_.end();
-  if (mine >= 0) {
-    found = allocations_.find(static_cast<std::uint64_t>(mine));
+  if (mine.id >= 0) {
+    found = allocations_.find(static_cast<std::uint64_t>(mine.id));
   } else {
     for (std::size_t r = 0; r < theirs.size() && found == allocations_.end(); ++r)
-      if (theirs[r] >= 0)
+      if (theirs[r].id >= 0)
         for (auto it = allocations_.begin(); it != allocations_.end(); ++it)
-          if (it->second->ids[r] == static_cast<std::uint64_t>(theirs[r]) && it->second->sizes[r] > 0) {
+          if (it->second->ids[r] == static_cast<std::uint64_t>(theirs[r].id) && it->second->sizes[r] > 0) {
             found = it;
             break;
           }
     if (found == allocations_.end()) {
       bool anyone = false;
-      for (std::int64_t id : theirs) anyone |= id >= 0;
+      for (const Record& record : theirs) anyone |= record.id >= 0;
       if (!anyone) return;  // every part was empty: the allocation was never kept
       fail(call, "argument 'ptr' is NULL, and no allocation here matches the other ranks' pointers");
     }
@@ -274,13 +459,23 @@ void Memory::release(const char* call, void* my_base, const Members* members) {
   Allocation& allocation = *found->second;
   if (my_base == nullptr && allocation.sizes[static_cast<std::size_t>(peers_.rank())] != 0)
     fail(call, "argument 'ptr' is NULL but this rank's part of the allocation is not empty");
-  for (int r = 0; r < peers_.size(); ++r)
-    if (allocation.sizes[static_cast<std::size_t>(r)] > 0) {
+  for (int r = 0; r < peers_.size(); ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    if (allocation.sizes[i] == 0) continue;
+    {
       std::lock_guard guard(progress_.mutex());
-      regions_.erase(r, allocation.bases[static_cast<std::size_t>(r)]);
+      regions_.erase(r, allocation.bases[i]);
     }
-  if (my_base != nullptr) allocation_of_base_.erase(reinterpret_cast<std::uintptr_t>(my_base));
-  free_allocation(allocation);
+    if (!theirs[i].destroy) continue;
+    auto reached = peer_segments_.find({r, allocation.segments[i]});
+    if (reached == peer_segments_.end()) continue;
+    drop_peer_segment(reached->second);
+    peer_segments_.erase(reached);
+  }
+  if (my_base != nullptr) {
+    allocation_of_base_.erase(reinterpret_cast<std::uintptr_t>(my_base));
+    give_back_segment(allocation.segments[static_cast<std::size_t>(peers_.rank())], mine.destroy != 0);
+  }
   allocations_.erase(found);
 }
 
@@ -304,9 +499,13 @@ void Memory::create_control_blocks(const std::function<void()>& everyone_mapped)
 }
 
 void Memory::free_all() {
-  for (auto& [id, allocation] : allocations_) free_allocation(*allocation);
   allocations_.clear();
   allocation_of_base_.clear();
+  for (auto& [which, segment] : peer_segments_) drop_peer_segment(segment);
+  peer_segments_.clear();
+  spare_segments_.clear();
+  spare_bytes_ = 0;
+  while (!own_segments_.empty()) give_back_segment(own_segments_.begin()->first, true);
 }
 
 void Memory::free_control_blocks() {
@@ -317,7 +516,7 @@ void Memory::free_control_blocks() {
 
 void Memory::cleanup_names() {
   if (control_) control_->own.unlink();
-  for (auto& [id, allocation] : allocations_) allocation->own.unlink();
+  for (auto& [id, segment] : own_segments_) segment.memory.unlink();
   // An allocation cut short (a neighbour died inside it, or this rank is
   // failing in it): its names, this rank's and every same-host rank's, go
   // too, since a dead neighbour cannot remove its own. A neighbour's id for

@@ -3,8 +3,10 @@
 // the region table that every operation checks its remote range against, and
 // the control blocks each rank exposes for barriers and Acc locks.
 //
-// Owns: allocations, the region table, the control blocks, and the one
-// exchange of allocation records between the ranks (exchange()).
+// Owns: allocations, the segments ARMCI_Malloc parts are carved from (kept
+// mapped after ARMCI_Free for later parts, dropped at shutdown), the region
+// table, the control blocks, and the exchange of allocation records between
+// the ranks (exchange_).
 // Called by: the API's ARMCI_Malloc/Free (through the runtime), every
 // protocol (find_region), message handlers at the target (find_own), Sync
 // (its own collective words), the barrier (control blocks); later windows
@@ -57,6 +59,9 @@ struct Allocation {
   std::vector<std::uint64_t> ids;
   std::vector<std::uintptr_t> bases;  // per rank; 0 for a zero-size part (and outside the group)
   std::vector<std::size_t> sizes;
+  // Per rank: the segment (an id of that rank's) its ARMCI_Malloc part was
+  // carved from, 0 for none; the other allocations own their memory below.
+  std::vector<std::uint64_t> segments;
   platform::SharedSegment own;
   std::vector<platform::SharedSegment> mapped;  // neighbours' parts
   platform::MemoryHandle registration{};
@@ -71,7 +76,7 @@ struct Allocation {
 class Memory {
  public:
   // Collective: every rank contributes its record, gets everyone's (index
-  // = rank). The PMIx allgather today; a faster exchange replaces it here.
+  // = rank). The bootstrap's (PMIx) at start-up, then the collectives'.
   using Exchange = std::function<std::vector<std::vector<std::byte>>(std::span<const std::byte>)>;
   // A subset of the ranks that allocates together (a group): its exchange
   // returns one record per world rank, empty outside the group; its barrier
@@ -79,19 +84,26 @@ class Memory {
   struct Members {
     Exchange exchange;
     std::function<void()> barrier;
+    std::vector<int> ranks;  // world ranks
   };
 
   // job_tag names this job's shared segments. With a network, every rank's
   // part gets a remote key, self's and neighbours' too (network atomics
   // reach every rank through the layer).
   // pids: every rank's process id (segment names carry their creator's).
-  Memory(const Peers& peers, Progress& progress, Exchange exchange, std::string job_tag, std::vector<long> pids);
+  // keep_freed_bytes: how much of its freed ARMCI_Malloc parts a rank keeps
+  // mapped for later allocations (ARMCI_MALLOC_KEEP).
+  Memory(const Peers& peers, Progress& progress, Exchange exchange, std::string job_tag, std::vector<long> pids,
+         std::size_t keep_freed_bytes);
   ~Memory();
   Memory(const Memory&) = delete;
   Memory& operator=(const Memory&) = delete;
 
   // Wiring: the barrier an allocation passes before its segment names go.
   void set_barrier(std::function<void()> barrier) { barrier_ = std::move(barrier); }
+  // Wiring: the library's own all-gather replaces the bootstrap's once the
+  // collectives exist (the bootstrap's fences cost milliseconds).
+  void set_exchange(Exchange exchange) { exchange_ = std::move(exchange); }
 
   // ARMCI_Malloc / ARMCI_Free, collective over every rank or over members.
   // An allocation whose parts are all empty is not kept (every base is
@@ -161,6 +173,30 @@ class Memory {
   void cleanup_names();
 
  private:
+  // One of this rank's segments that ARMCI_Malloc parts are carved from.
+  // ARMCI_Free keeps it (up to keep_freed_bytes_ of them) for a later part
+  // it fits; the ranks that mapped it or unpacked its key keep those too, so
+  // reusing it costs no system call, no registration and no key exchange.
+  struct OwnSegment {
+    platform::SharedSegment memory;
+    platform::MemoryHandle registration{};
+    std::vector<std::byte> packed_key;
+    std::vector<bool> known_by;  // by world rank: holds a mapping or key of it
+  };
+  // A rank's segment as this process reaches it (self's too, for its key).
+  struct PeerSegment {
+    platform::SharedSegment mapped;  // node neighbours'
+    platform::RemoteKey key{};       // with a network
+  };
+  // A segment for an ARMCI_Malloc part of bytes, spare or new (made = true:
+  // named in /dev/shm until the allocation's barrier).
+  std::uint64_t take_segment(std::uint64_t id, std::size_t bytes, const std::vector<bool>& members, bool& made);
+  // ARMCI_Free of a part of segment id: kept spare, or (destroy) gone.
+  bool should_destroy(std::uint64_t id, const std::vector<bool>& members) const;
+  void give_back_segment(std::uint64_t id, bool destroy);
+  void drop_peer_segment(PeerSegment& segment);
+  std::vector<bool> member_mask(const Members* members) const;
+
   [[noreturn]] static void region_missing(const char* call, const char* argument, int proc, const void* address,
                                           std::size_t bytes);
   std::string segment_name(int proc, std::uint64_t id) const;
@@ -180,6 +216,12 @@ class Memory {
   std::map<std::uint64_t, std::unique_ptr<Allocation>> allocations_;
   std::map<std::uintptr_t, std::uint64_t> allocation_of_base_;
   std::uint64_t next_allocation_ = 1;
+
+  std::size_t keep_freed_bytes_;
+  std::map<std::uint64_t, OwnSegment> own_segments_;          // by id
+  std::multimap<std::size_t, std::uint64_t> spare_segments_;  // ids by size, not in use
+  std::size_t spare_bytes_ = 0;
+  std::map<std::pair<int, std::uint64_t>, PeerSegment> peer_segments_;  // by rank and its id
 
   std::unique_ptr<Allocation> control_;
   std::vector<ControlBlock*> control_local_;  // per rank, where mapped

@@ -1,5 +1,8 @@
 #include "src/core/runtime.hpp"
 
+#include <algorithm>
+#include <numeric>
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -132,7 +135,7 @@ void Runtime::start_up() {
   messages_ = std::make_unique<Messages>(*progress_, size);
   memory_ = std::make_unique<Memory>(
       *peers_, *progress_, [this](std::span<const std::byte> mine) { return bootstrap_->allgather(mine); },
-      segment_names::job_tag(bootstrap_->job_id()), std::move(pids));
+      segment_names::job_tag(bootstrap_->job_id()), std::move(pids), malloc_keep_bytes());
   completions_ = std::make_unique<Completions>(*peers_, *progress_, *messages_, settings_);
   vector_messages_ = std::make_unique<VectorMessages>(*progress_, *messages_, *memory_, *completions_, settings_);
   completions_->set_send_batches(
@@ -149,9 +152,28 @@ void Runtime::start_up() {
   sync_ = std::make_unique<Sync>(*peers_, *memory_, *progress_, *completions_, *messages_, *barrier_, *transfers_);
   collectives_ = std::make_unique<Collectives>(*peers_, *memory_, *progress_, *messages_, *completions_);
   groups_ = std::make_unique<Groups>(*peers_, *collectives_, *memory_);
+  // From here on allocations exchange their records through the library's
+  // own all-gather (node inboxes, network messages): PMIx fences cost
+  // milliseconds each.
+  std::vector<int> everyone(static_cast<std::size_t>(size));
+  std::iota(everyone.begin(), everyone.end(), 0);
+  memory_->set_exchange([this, everyone = std::move(everyone)](std::span<const std::byte> mine) {
+    return collectives_->allgather(Team{everyone, peers_->rank()}, mine);
+  });
   progress_->start_helper();
   transfers_->select_protocols();
   if (settings_.verbose > 0 && rank == 0) print_info();
+}
+
+std::size_t Runtime::malloc_keep_bytes() const {
+  // Spare segments hold /dev/shm that only a collective release gives back,
+  // so the node's ranks keep at most a quarter of what was free at start.
+  std::size_t keep = settings_.malloc_keep;
+  if (!peers_->neighbours_share_memory()) return keep;
+  const std::size_t left = platform::shm_space_left();
+  const std::size_t ranks = peers_->node_members(peers_->node_of(peers_->rank())).size();
+  if (left > 0) keep = std::min(keep, left / 4 / ranks);
+  return keep;
 }
 
 void Runtime::print_info() const {

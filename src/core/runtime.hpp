@@ -84,6 +84,8 @@ class Runtime {
   void start_up();
   void shut_down();
   void print_info() const;
+  // ARMCI_MALLOC_KEEP within this node's share of /dev/shm.
+  std::size_t malloc_keep_bytes() const;
 
   static Runtime* instance_;
 

@@ -131,6 +131,7 @@ const Entry kEntries[] = {
      [](const Settings& s) -> std::string { return to_string(s.strided); }},
     number<FIELD(strided_buffered_max), 0>("ARMCI_STRIDED_BUFFERED_MAX"),
     number<FIELD(strided_host_max), 0>("ARMCI_STRIDED_HOST_MAX"),
+    number<FIELD(malloc_keep), 0>("ARMCI_MALLOC_KEEP"),
     // Only `abort` exists so far; `return` (error codes so a runtime can
     // recover) must be refused by name rather than silently ignored.
     {"ARMCI_ON_PEER_FAILURE",

@@ -50,6 +50,9 @@ struct Settings {
   ProtocolChoice strided = ProtocolChoice::automatic;  // ARMCI_STRIDED_PROTOCOL
   std::size_t strided_buffered_max = 2048;           // ARMCI_STRIDED_BUFFERED_MAX: piece size
   std::size_t strided_host_max = 16 * 1024;          // ARMCI_STRIDED_HOST_MAX: piece size
+  // ARMCI_MALLOC_KEEP: bytes of its freed ARMCI_Malloc parts a rank keeps
+  // for later allocations (capped by a share of /dev/shm, see Memory).
+  std::size_t malloc_keep = 64 * 1024 * 1024;
   platform::NetworkOptions network_options;          // ARMCI_VERBS_*, ARMCI_UCX_ERR_MODE
 
   // Parses the environment; a malformed value is an error naming the variable.

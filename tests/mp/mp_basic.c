@@ -367,6 +367,70 @@ static void test_malloc_rounds(void) {
   free(b);
 }
 
+/* Freed parts are kept and carved into later allocations (ARMCI_MALLOC_KEEP):
+ * LIVE allocations at once, half freed and made again (of sizes that reuse
+ * the freed parts, and of one that cannot), and every live one written by
+ * the next rank with a pattern of its own: two live allocations sharing
+ * memory, or a reused part not reaching its new owner, show as wrong bytes.
+ * A reused part reads as zeros, like a fresh one. */
+static size_t reuse_bytes(int k, int made_in_round, int rank) {
+  return 4096 * (size_t)(1 + k % 3) - (size_t)rank * 8 + (made_in_round > 0 && k == 1 ? 4096 : 0);
+}
+
+static void test_malloc_reuse(void) {
+  enum { LIVE = 6, ROUNDS = 4 };
+  void **bases[LIVE];
+  int made_in[LIVE]; /* the round allocation k was made in; -1: freed */
+  for (int k = 0; k < LIVE; k++) {
+    bases[k] = malloc(sizeof(void *) * (size_t)np);
+    made_in[k] = -1;
+  }
+  const int t = (me + 1) % np, o = (me + np - 1) % np;
+  for (int round = 0; round < ROUNDS; round++) {
+    for (int k = 0; k < LIVE; k++) {
+      if (made_in[k] >= 0) continue;
+      /* Rounds after the first remake every other allocation, at a size of
+       * the freed one (4 KiB steps) or, for k = 1, one page larger. */
+      made_in[k] = round;
+      const size_t bytes = reuse_bytes(k, round, me);
+      MP_CHECK_INT(0, ARMCI_Malloc(bases[k], (armci_size_t)bytes));
+      mp_set_where("malloc reuse round %d, allocation %d", round, k);
+      unsigned char *zeros = calloc(1, bytes);
+      MP_CHECK_BYTES(zeros, bases[k][me], bytes, "a new part reads as zeros");
+      free(zeros);
+    }
+    ARMCI_Barrier(); /* every rank has checked its new parts before any put */
+    for (int k = 0; k < LIVE; k++) {
+      const size_t tbytes = reuse_bytes(k, made_in[k], t);
+      unsigned char *buf = malloc(tbytes);
+      mp_fill_pattern(buf, tbytes, me, t, ((size_t)round << 20) + (size_t)k * 4096);
+      MP_CHECK_INT(0, ARMCI_Put(buf, bases[k][t], (int)tbytes, t));
+      free(buf);
+    }
+    ARMCI_Fence(t);
+    ARMCI_Barrier();
+    for (int k = 0; k < LIVE; k++) {
+      const size_t bytes = reuse_bytes(k, made_in[k], me);
+      unsigned char *expect = malloc(bytes);
+      mp_set_where("malloc reuse round %d, allocation %d, data from rank %d", round, k, o);
+      mp_fill_pattern(expect, bytes, o, me, ((size_t)round << 20) + (size_t)k * 4096);
+      MP_CHECK_BYTES(expect, bases[k][me], bytes, "a live allocation holds what was put into it");
+      free(expect);
+    }
+    mp_where[0] = 0;
+    ARMCI_Barrier();
+    /* Free every other one, odd ones first in odd rounds. */
+    for (int k = round % 2; k < LIVE; k += 2) {
+      MP_CHECK_INT(0, ARMCI_Free(bases[k][me]));
+      made_in[k] = -1;
+    }
+  }
+  for (int k = 0; k < LIVE; k++) {
+    if (made_in[k] >= 0) MP_CHECK_INT(0, ARMCI_Free(bases[k][me]));
+    free(bases[k]);
+  }
+}
+
 int main(int argc, char **argv) {
   mp_init(&argc, &argv);
   me = mp_me;
@@ -380,6 +444,7 @@ int main(int argc, char **argv) {
   test_get_sizes();
   test_values();
   test_malloc_rounds();
+  test_malloc_reuse();
 
   ARMCI_Barrier();
   MP_CHECK_INT(0, ARMCI_Finalize());
