@@ -208,8 +208,24 @@ void Collectives::send_network(Channel channel, int to, int tag, const std::byte
 
 std::size_t Collectives::receive(const char* call, Channel channel, int from, int tag, void* data,
                                  std::size_t capacity) {
-  auto* into = static_cast<std::byte*>(data);
-  if (!local(from)) return receive_network(call, channel, from, tag, into, capacity);
+  return receive_local_or_network(call, channel, from, tag, static_cast<std::byte*>(data), capacity, nullptr);
+}
+
+std::size_t Collectives::receive_local_or_network(const char* call, Channel channel, int from, int tag,
+                                                  std::byte* into, std::size_t capacity, const Folding* fold) {
+  if (!local(from)) {
+    if (!fold) return receive_network(call, channel, from, tag, into, capacity);
+    scratch_.resize(capacity);
+    const std::size_t total = receive_network(call, channel, from, tag, scratch_.data(), capacity);
+    fold->combine(into, scratch_.data(), total / fold->element_bytes);
+    return total;
+  }
+  // Folding: each piece is combined into place where it lies (the slot, or
+  // a cache-sized stretch read from the sender), never staged whole.
+  auto deliver = [&](std::size_t offset, const std::byte* piece, std::size_t bytes) {
+    if (fold) fold->combine(into + offset, piece, bytes / fold->element_bytes);
+    else std::memcpy(into + offset, piece, bytes);
+  };
   std::uint64_t& received = counter(received_, channel, from);
   std::size_t offset = 0;
   std::size_t total = 0;
@@ -227,16 +243,29 @@ std::size_t Collectives::receive(const char* call, Channel channel, int from, in
     if (slot->bytes == kSingleCopyPiece) {
       std::uint64_t address;
       std::memcpy(&address, slot->data, sizeof address);
-      if (total > 0 && !platform::read_process_memory(static_cast<pid_t>(header_of(from)->pid),
-                                                      reinterpret_cast<const void*>(address), into, total))
+      const auto pid = static_cast<pid_t>(header_of(from)->pid);
+      const auto* remote = reinterpret_cast<const std::byte*>(address);
+      auto read_failed = [&] {
         fail(call, "reading a message of %zu bytes from the memory of rank %d failed: %s", total, from,
              std::strerror(errno));
+      };
+      if (!fold) {
+        if (total > 0 && !platform::read_process_memory(pid, remote, into, total)) read_failed();
+      } else {
+        constexpr std::size_t kStretch = kSlotBytes * kDepth;
+        stretch_.resize(kStretch);
+        for (std::size_t at = 0; at < total; at += kStretch) {
+          const std::size_t bytes = std::min(kStretch, total - at);
+          if (!platform::read_process_memory(pid, remote + at, stretch_.data(), bytes)) read_failed();
+          deliver(at, stretch_.data(), bytes);
+        }
+      }
       received = sequence;
       slot->taken.store(sequence, std::memory_order_release);
       return total;
     }
     const std::size_t piece = slot->bytes;
-    if (piece > 0) std::memcpy(into + offset, slot->data, piece);
+    if (piece > 0) deliver(offset, slot->data, piece);
     offset += piece;
     received = sequence;
     slot->taken.store(sequence, std::memory_order_release);
@@ -329,14 +358,16 @@ void Collectives::broadcast(const Team& team, void* data, std::size_t bytes, int
     if (relative + mask < n) send(Channel::collective, member(relative + mask), 0, data, bytes);
 }
 
-void Collectives::exchange(int partner, const void* out, std::size_t out_bytes, void* in, std::size_t in_bytes) {
+void Collectives::exchange(int partner, const void* out, std::size_t out_bytes, void* in, std::size_t in_bytes,
+                           const Folding* fold) {
   // Both ends take the same branch: the sizes are the same two numbers.
   if (!local(partner) || single_copy_ || std::max(out_bytes, in_bytes) <= kSlotBytes * kDepth) {
     // Neither end blocks in its post: a network send completes without the
     // receiver, a single copy is waited for after our own receive, and up
     // to kDepth pieces fit the slots.
     const Posted posted = post(Channel::collective, partner, 0, out, out_bytes);
-    receive("armci_msg_gop", Channel::collective, partner, -1, in, in_bytes);
+    receive_local_or_network("armci_msg_gop", Channel::collective, partner, -1, static_cast<std::byte*>(in), in_bytes,
+                             fold);
     finish(posted);
     return;
   }
@@ -350,7 +381,8 @@ void Collectives::exchange(int partner, const void* out, std::size_t out_bytes, 
     const std::size_t at = i * kSlotBytes;
     if (i < sends) send(Channel::collective, partner, 0, from + at, std::min(kSlotBytes, out_bytes - at));
     if (i < receives)
-      receive("armci_msg_gop", Channel::collective, partner, -1, into + at, std::min(kSlotBytes, in_bytes - at));
+      receive_local_or_network("armci_msg_gop", Channel::collective, partner, -1, into + at,
+                               std::min(kSlotBytes, in_bytes - at), fold);
   }
 }
 
@@ -414,16 +446,15 @@ void Collectives::allreduce_shares(const Team& team, int members, std::byte* dat
   std::vector<Round> rounds;
   std::size_t first = 0;
   std::size_t length = count;
-  scratch_.resize((count - count / 2) * element_bytes);
   for (int mask = members / 2; mask >= 1; mask >>= 1) {
     const int partner = team.me ^ mask;
     const std::size_t lower = length / 2;
     const bool upper_half = (team.me & mask) != 0;
     Round r{team.members[static_cast<std::size_t>(partner)], upper_half ? first + lower : first,
             upper_half ? length - lower : lower, upper_half ? first : first + lower, upper_half ? lower : length - lower};
-    exchange(r.partner, data + r.give_first * element_bytes, r.give_count * element_bytes, scratch_.data(),
-             r.keep_count * element_bytes);
-    combine(data + r.keep_first * element_bytes, scratch_.data(), r.keep_count);
+    const Folding fold{combine, element_bytes};
+    exchange(r.partner, data + r.give_first * element_bytes, r.give_count * element_bytes,
+             data + r.keep_first * element_bytes, r.keep_count * element_bytes, &fold);
     rounds.push_back(r);
     first = r.keep_first;
     length = r.keep_count;

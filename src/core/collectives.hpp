@@ -115,7 +115,16 @@ class Collectives {
   void finish(const Posted& posted);
   // Sends `out` to partner and receives its message into `in`, as both
   // call it: never two blocked senders.
-  void exchange(int partner, const void* out, std::size_t out_bytes, void* in, std::size_t in_bytes);
+  // A receive that combines what arrives into the buffer instead of
+  // overwriting it.
+  struct Folding {
+    const Combine& combine;
+    std::size_t element_bytes;
+  };
+  void exchange(int partner, const void* out, std::size_t out_bytes, void* in, std::size_t in_bytes,
+                const Folding* fold = nullptr);
+  std::size_t receive_local_or_network(const char* call, Channel channel, int from, int tag, std::byte* into,
+                                       std::size_t capacity, const Folding* fold);
   void probe_single_copy(Barrier& barrier);
   void allreduce_whole(const Team& team, int members, std::byte* data, std::size_t bytes, std::size_t count,
                        const Combine& combine);
@@ -150,6 +159,7 @@ class Collectives {
   int node_slots_ = 0;                    // slots per channel in an inbox
   bool single_copy_ = false;              // every node neighbour can read every other's memory
   std::vector<std::byte> scratch_;        // all-reduce: the partner's data
+  std::vector<std::byte> stretch_;        // a cache-sized piece read from a sender, combined at once
 
   std::vector<std::uint64_t> sent_;      // per channel and rank: pieces sent (both paths)
   std::vector<std::uint64_t> received_;  // per channel and rank: pieces taken
