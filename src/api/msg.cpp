@@ -10,6 +10,7 @@
 #include "include/message.h"
 #include "src/api/api.hpp"
 #include "src/api/groups.hpp"
+#include "src/core/reduce.hpp"
 
 using namespace armci::api;
 using armci::fail;
@@ -50,88 +51,48 @@ ScopeTeam scope_team(const char* call, armci::Runtime& r, int scope, const armci
 
 armci::Group& default_group(const char* call) { return runtime(call).groups().default_group(); }
 
-std::size_t element_size(const char* call, int type) {
+armci::ElementType element_type(const char* call, int type) {
   switch (type) {
-    case ARMCI_INT: return sizeof(int);
-    case ARMCI_LONG: return sizeof(long);
-    case ARMCI_LONG_LONG: return sizeof(long long);
-    case ARMCI_FLOAT: return sizeof(float);
-    case ARMCI_DOUBLE: return sizeof(double);
+    case ARMCI_INT: return armci::ElementType::int_;
+    case ARMCI_LONG: return armci::ElementType::long_;
+    case ARMCI_LONG_LONG: return armci::ElementType::long_long;
+    case ARMCI_FLOAT: return armci::ElementType::float_;
+    case ARMCI_DOUBLE: return armci::ElementType::double_;
   }
   fail(call, "argument 'type' (%d) is not an armci_msg type (ARMCI_INT, ARMCI_LONG, ARMCI_LONG_LONG, "
              "ARMCI_FLOAT, ARMCI_DOUBLE)", type);
 }
 
-enum class Op { sum, product, max, min, absmax, absmin, bit_or };
-
-Op parse_op(const char* call, const char* op, int type) {
+armci::ReduceOp parse_op(const char* call, const char* op, armci::ElementType type) {
+  using armci::ReduceOp;
   if (op == nullptr) fail(call, "argument 'op' is NULL");
   const std::string_view o(op);
-  Op parsed;
-  if (o == "+") parsed = Op::sum;
-  else if (o == "*") parsed = Op::product;
-  else if (o == "max") parsed = Op::max;
-  else if (o == "min") parsed = Op::min;
-  else if (o == "absmax") parsed = Op::absmax;
-  else if (o == "absmin") parsed = Op::absmin;
-  else if (o == "or") parsed = Op::bit_or;
+  ReduceOp parsed;
+  if (o == "+") parsed = ReduceOp::sum;
+  else if (o == "*") parsed = ReduceOp::product;
+  else if (o == "max") parsed = ReduceOp::max;
+  else if (o == "min") parsed = ReduceOp::min;
+  else if (o == "absmax") parsed = ReduceOp::absmax;
+  else if (o == "absmin") parsed = ReduceOp::absmin;
+  else if (o == "or") parsed = ReduceOp::bit_or;
   else fail(call, "argument 'op' (\"%s\") is not one of + * max min absmax absmin or", op);
-  if (parsed == Op::bit_or && (type == ARMCI_FLOAT || type == ARMCI_DOUBLE))
-    fail(call, "argument 'op': \"or\" needs an integer type, not type %d", type);
+  if (parsed == ReduceOp::bit_or && !armci::is_integer(type))
+    fail(call, "argument 'op': \"or\" needs an integer type, not a floating one");
   return parsed;
-}
-
-template <typename T>
-T magnitude(T v) {
-  return v < 0 ? static_cast<T>(-v) : v;
-}
-
-template <typename T>
-void combine_typed(Op op, T* into, const T* from, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) {
-    T& a = into[i];
-    const T b = from[i];
-    switch (op) {
-      case Op::sum: a = a + b; break;
-      case Op::product: a = a * b; break;
-      case Op::max:
-      case Op::absmax: a = a < b ? b : a; break;
-      case Op::min:
-      case Op::absmin: a = b < a ? b : a; break;
-      case Op::bit_or:
-        if constexpr (std::is_integral_v<T>) a = a | b;
-        break;
-    }
-  }
-}
-
-template <typename T>
-void reduce_typed(armci::Runtime& r, const armci::Team& team, Op op, T* x, std::size_t n) {
-  // absmax / absmin: the magnitudes are what is compared and returned.
-  if (op == Op::absmax || op == Op::absmin)
-    for (std::size_t i = 0; i < n; ++i) x[i] = magnitude(x[i]);
-  r.collectives().allreduce(team, x, n * sizeof(T), [op, n](void* into, const void* from) {
-    combine_typed(op, static_cast<T*>(into), static_cast<const T*>(from), n);
-  });
 }
 
 void gop(const char* call, int scope, void* x, int n, const char* op, int type, const armci::Group& base) {
   armci::Runtime& r = runtime(call);
-  const std::size_t element = element_size(call, type);
-  const Op parsed = parse_op(call, op, type);
+  const armci::ElementType element = element_type(call, type);
+  const armci::ReduceOp parsed = parse_op(call, op, element);
   if (n < 0) fail(call, "argument 'n' (%d) is negative", n);
   if (x == nullptr && n > 0) fail(call, "argument 'x' is NULL");
-  (void)element;
   const ScopeTeam t = scope_team(call, r, scope, base);
   if (t.me < 0) return;
   const auto count = static_cast<std::size_t>(n);
-  switch (type) {
-    case ARMCI_INT: return reduce_typed(r, t.team(), parsed, static_cast<int*>(x), count);
-    case ARMCI_LONG: return reduce_typed(r, t.team(), parsed, static_cast<long*>(x), count);
-    case ARMCI_LONG_LONG: return reduce_typed(r, t.team(), parsed, static_cast<long long*>(x), count);
-    case ARMCI_FLOAT: return reduce_typed(r, t.team(), parsed, static_cast<float*>(x), count);
-    case ARMCI_DOUBLE: return reduce_typed(r, t.team(), parsed, static_cast<double*>(x), count);
-  }
+  // absmax / absmin: the magnitudes are what is compared and returned.
+  if (parsed == armci::ReduceOp::absmax || parsed == armci::ReduceOp::absmin) armci::prepare_absolute(element, x, count);
+  r.collectives().allreduce(t.team(), x, count, armci::element_bytes(element), armci::combine_for(element, parsed));
 }
 
 void bcast(const char* call, int scope, void* buffer, int len, int root_world, const armci::Group& base) {
@@ -150,7 +111,7 @@ void bcast(const char* call, int scope, void* buffer, int len, int root_world, c
 void sel(const char* call, int scope, void* x, int n, const char* op, int type, int contribute,
          const armci::Group& base) {
   armci::Runtime& r = runtime(call);
-  const std::size_t element = element_size(call, type);
+  const std::size_t element = armci::element_bytes(element_type(call, type));
   if (op == nullptr || (std::strcmp(op, "max") != 0 && std::strcmp(op, "min") != 0))
     fail(call, "argument 'op' (\"%s\") is not \"max\" or \"min\"", op ? op : "(null)");
   if (n < static_cast<int>(element))
@@ -180,7 +141,7 @@ void sel(const char* call, int scope, void* x, int n, const char* op, int type, 
       default: { double va, vb; std::memcpy(&va, a, sizeof va); std::memcpy(&vb, b, sizeof vb); return cmp(va, vb); }
     }
   };
-  r.collectives().allreduce(t.team(), mine.data(), mine.size(), [&](void* into, const void* from) {
+  r.collectives().allreduce(t.team(), mine.data(), 1, mine.size(), [&](void* into, const void* from, std::size_t) {
     auto* a = static_cast<std::byte*>(into);
     const auto* b = static_cast<const std::byte*>(from);
     Head ha, hb;

@@ -1,9 +1,14 @@
 #include "src/core/collectives.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 
+#include "platform/shm/cross_memory.hpp"
+#include "src/core/barrier.hpp"
 #include "src/core/completion.hpp"
 #include "src/core/error.hpp"
 
@@ -23,7 +28,22 @@ struct Collectives::Slot {
   alignas(64) std::byte data[kSlotBytes];
 };
 
+// The start of every inbox: what a neighbour needs to read this process's
+// memory directly, and whether this process could read all of theirs.
+struct Collectives::InboxHeader {
+  alignas(64) std::int64_t pid;
+  std::uint64_t probe_address;
+  std::atomic<std::int32_t> reads_neighbours;  // 1 yes, 0 not yet or no
+};
+
 namespace {
+
+// A slot whose `bytes` says this carries no data but the address of the
+// sender's buffer, to be read from there.
+constexpr std::uint64_t kSingleCopyPiece = ~std::uint64_t{0};
+// What a neighbour must read at probe_address to trust single copies.
+constexpr std::uint64_t kProbeValue = 0x61726d6369706f6bull;
+const std::uint64_t probe_word = kProbeValue;
 
 struct NetworkHeader {
   std::uint8_t channel;
@@ -35,7 +55,7 @@ struct NetworkHeader {
 }  // namespace
 
 Collectives::Collectives(const Peers& peers, Memory& memory, Progress& progress, Messages& messages,
-                         Completions& completions)
+                         Completions& completions, Barrier& barrier)
     : peers_(peers), memory_(memory), progress_(progress), messages_(messages), completions_(completions) {
   const auto n = static_cast<std::size_t>(peers_.size());
   sent_.assign(kChannels * n, 0);
@@ -64,11 +84,45 @@ Collectives::Collectives(const Peers& peers, Memory& memory, Progress& progress,
   if (progress_.has_network())
     network_piece_ = std::min<std::size_t>(kSlotBytes, progress_.capabilities().max_message - sizeof(NetworkHeader) - 64);
 
-  inboxes_ = memory_.collective_allocate(kChannels * static_cast<std::size_t>(node_slots_) * kDepth * sizeof(Slot),
-                                         true);
+  inboxes_ = memory_.collective_allocate(
+      sizeof(InboxHeader) + kChannels * static_cast<std::size_t>(node_slots_) * kDepth * sizeof(Slot), true);
   inbox_local_.assign(n, nullptr);
   for (int r = 0; r < peers_.size(); ++r)
     if (!peers_.reached_by_network(r)) inbox_local_[static_cast<std::size_t>(r)] = inboxes_->local(peers_, r);
+  probe_single_copy(barrier);
+}
+
+// Single copies are used within the node only if every member can read
+// every other's memory, so both ends of a message decide alike.
+void Collectives::probe_single_copy(Barrier& barrier) {
+  // The barriers are the world's: every rank takes part, alone on its node or not.
+  std::vector<int> neighbours;  // whose inboxes we map
+  for (int r = 0; r < peers_.size(); ++r)
+    if (r != peers_.rank() && local(r)) neighbours.push_back(r);
+  InboxHeader* mine = header_of(peers_.rank());
+  if (!neighbours.empty()) {
+    platform::allow_cross_memory_readers();
+    mine->pid = getpid();
+    mine->probe_address = reinterpret_cast<std::uintptr_t>(&probe_word);
+  }
+  barrier.wait();
+  bool reads_all = true;
+  for (int r : neighbours) {
+    const InboxHeader* theirs = header_of(r);
+    std::uint64_t seen = 0;
+    reads_all = reads_all && platform::read_process_memory(static_cast<pid_t>(theirs->pid),
+                                                           reinterpret_cast<const void*>(theirs->probe_address),
+                                                           &seen, sizeof seen) &&
+                seen == kProbeValue;
+  }
+  mine->reads_neighbours.store(reads_all ? 1 : 0, std::memory_order_release);
+  barrier.wait();
+  single_copy_ = !neighbours.empty() && reads_all;
+  for (int r : neighbours) single_copy_ = single_copy_ && header_of(r)->reads_neighbours.load(std::memory_order_acquire) == 1;
+}
+
+Collectives::InboxHeader* Collectives::header_of(int proc) const {
+  return reinterpret_cast<InboxHeader*>(inbox_local_[static_cast<std::size_t>(proc)]);
 }
 
 Collectives::~Collectives() {
@@ -76,7 +130,7 @@ Collectives::~Collectives() {
 }
 
 Collectives::Slot* Collectives::slot_at(int receiver, Channel channel, int sender, std::uint64_t sequence) const {
-  auto* slots = reinterpret_cast<Slot*>(inbox_local_[static_cast<std::size_t>(receiver)]);
+  auto* slots = reinterpret_cast<Slot*>(inbox_local_[static_cast<std::size_t>(receiver)] + sizeof(InboxHeader));
   const std::size_t pair = static_cast<std::size_t>(channel) * static_cast<std::size_t>(node_slots_) +
                            static_cast<std::size_t>(node_index_[static_cast<std::size_t>(sender)]);
   return &slots[pair * kDepth + static_cast<std::size_t>((sequence - 1) % kDepth)];
@@ -85,17 +139,39 @@ Collectives::Slot* Collectives::slot_at(int receiver, Channel channel, int sende
 // ------------------------------------------------------------------ point to point
 
 void Collectives::send(Channel channel, int to, int tag, const void* data, std::size_t bytes) {
+  finish(post(channel, to, tag, data, bytes));
+}
+
+Collectives::Posted Collectives::post(Channel channel, int to, int tag, const void* data, std::size_t bytes) {
   const auto* from = static_cast<const std::byte*>(data);
-  if (!local(to)) return send_network(channel, to, tag, from, bytes);
+  if (!local(to)) {
+    send_network(channel, to, tag, from, bytes);
+    return {};
+  }
   std::uint64_t& sent = counter(sent_, channel, to);
-  std::size_t offset = 0;
-  do {
-    const std::size_t piece = std::min(kSlotBytes, bytes - offset);
-    const std::uint64_t sequence = ++sent;
+  auto free_slot = [&](std::uint64_t sequence) {
     Slot* slot = slot_at(to, channel, peers_.rank(), sequence);
     // Free once the receiver took the piece that used it kDepth pieces ago.
     const std::uint64_t previous = sequence > kDepth ? sequence - kDepth : 0;
     progress_.until([&] { return slot->taken.load(std::memory_order_acquire) == previous; });
+    return slot;
+  };
+  if (single_copy_ && bytes >= kSingleCopyMin) {
+    const std::uint64_t sequence = ++sent;
+    Slot* slot = free_slot(sequence);
+    const std::uint64_t address = reinterpret_cast<std::uintptr_t>(from);
+    std::memcpy(slot->data, &address, sizeof address);
+    slot->bytes = kSingleCopyPiece;
+    slot->total = bytes;
+    slot->tag = tag;
+    slot->posted.store(sequence, std::memory_order_release);
+    return {to, channel, sequence};
+  }
+  std::size_t offset = 0;
+  do {
+    const std::size_t piece = std::min(kSlotBytes, bytes - offset);
+    const std::uint64_t sequence = ++sent;
+    Slot* slot = free_slot(sequence);
     if (piece > 0) std::memcpy(slot->data, from + offset, piece);
     slot->bytes = piece;
     slot->total = bytes;
@@ -103,6 +179,14 @@ void Collectives::send(Channel channel, int to, int tag, const void* data, std::
     slot->posted.store(sequence, std::memory_order_release);
     offset += piece;
   } while (offset < bytes);
+  return {};
+}
+
+void Collectives::finish(const Posted& posted) {
+  if (posted.single_copy_sequence == 0) return;
+  // The receiver reads from our buffer: it stays ours to keep until then.
+  const Slot* slot = slot_at(posted.to, posted.channel, peers_.rank(), posted.single_copy_sequence);
+  progress_.until([&] { return slot->taken.load(std::memory_order_acquire) == posted.single_copy_sequence; });
 }
 
 void Collectives::send_network(Channel channel, int to, int tag, const std::byte* data, std::size_t bytes) {
@@ -124,8 +208,24 @@ void Collectives::send_network(Channel channel, int to, int tag, const std::byte
 
 std::size_t Collectives::receive(const char* call, Channel channel, int from, int tag, void* data,
                                  std::size_t capacity) {
-  auto* into = static_cast<std::byte*>(data);
-  if (!local(from)) return receive_network(call, channel, from, tag, into, capacity);
+  return receive_local_or_network(call, channel, from, tag, static_cast<std::byte*>(data), capacity, nullptr);
+}
+
+std::size_t Collectives::receive_local_or_network(const char* call, Channel channel, int from, int tag,
+                                                  std::byte* into, std::size_t capacity, const Folding* fold) {
+  if (!local(from)) {
+    if (!fold) return receive_network(call, channel, from, tag, into, capacity);
+    scratch_.resize(capacity);
+    const std::size_t total = receive_network(call, channel, from, tag, scratch_.data(), capacity);
+    fold->combine(into, scratch_.data(), total / fold->element_bytes);
+    return total;
+  }
+  // Folding: each piece is combined into place where it lies (the slot, or
+  // a cache-sized stretch read from the sender), never staged whole.
+  auto deliver = [&](std::size_t offset, const std::byte* piece, std::size_t bytes) {
+    if (fold) fold->combine(into + offset, piece, bytes / fold->element_bytes);
+    else std::memcpy(into + offset, piece, bytes);
+  };
   std::uint64_t& received = counter(received_, channel, from);
   std::size_t offset = 0;
   std::size_t total = 0;
@@ -140,8 +240,32 @@ std::size_t Collectives::receive(const char* call, Channel channel, int from, in
       if (total > capacity)
         fail(call, "a message of %zu bytes from rank %d does not fit the buffer of %zu bytes", total, from, capacity);
     }
+    if (slot->bytes == kSingleCopyPiece) {
+      std::uint64_t address;
+      std::memcpy(&address, slot->data, sizeof address);
+      const auto pid = static_cast<pid_t>(header_of(from)->pid);
+      const auto* remote = reinterpret_cast<const std::byte*>(address);
+      auto read_failed = [&] {
+        fail(call, "reading a message of %zu bytes from the memory of rank %d failed: %s", total, from,
+             std::strerror(errno));
+      };
+      if (!fold) {
+        if (total > 0 && !platform::read_process_memory(pid, remote, into, total)) read_failed();
+      } else {
+        constexpr std::size_t kStretch = kSlotBytes * kDepth;
+        stretch_.resize(kStretch);
+        for (std::size_t at = 0; at < total; at += kStretch) {
+          const std::size_t bytes = std::min(kStretch, total - at);
+          if (!platform::read_process_memory(pid, remote + at, stretch_.data(), bytes)) read_failed();
+          deliver(at, stretch_.data(), bytes);
+        }
+      }
+      received = sequence;
+      slot->taken.store(sequence, std::memory_order_release);
+      return total;
+    }
     const std::size_t piece = slot->bytes;
-    if (piece > 0) std::memcpy(into + offset, slot->data, piece);
+    if (piece > 0) deliver(offset, slot->data, piece);
     offset += piece;
     received = sequence;
     slot->taken.store(sequence, std::memory_order_release);
@@ -257,24 +381,110 @@ void Collectives::broadcast(const Team& team, void* data, std::size_t bytes, int
       [&](int to) { send(Channel::collective, to, 0, data, bytes); });
 }
 
-void Collectives::allreduce(const Team& team, void* data, std::size_t bytes, const Combine& combine) {
-  // Binomial reduction towards index 0, then the result goes back down the
-  // same tree: one order of combination, so every member gets the same bits.
+void Collectives::exchange(int partner, const void* out, std::size_t out_bytes, void* in, std::size_t in_bytes,
+                           const Folding* fold) {
+  // Both ends take the same branch: the sizes are the same two numbers.
+  if (!local(partner) || single_copy_ || std::max(out_bytes, in_bytes) <= kSlotBytes * kDepth) {
+    // Neither end blocks in its post: a network send completes without the
+    // receiver, a single copy is waited for after our own receive, and up
+    // to kDepth pieces fit the slots.
+    const Posted posted = post(Channel::collective, partner, 0, out, out_bytes);
+    receive_local_or_network("armci_msg_gop", Channel::collective, partner, -1, static_cast<std::byte*>(in), in_bytes,
+                             fold);
+    finish(posted);
+    return;
+  }
+  // Copies through the slots: one slot's worth at a time each way.
+  const auto* from = static_cast<const std::byte*>(out);
+  auto* into = static_cast<std::byte*>(in);
+  auto pieces = [](std::size_t bytes) { return std::max<std::size_t>(1, (bytes + kSlotBytes - 1) / kSlotBytes); };
+  const std::size_t sends = pieces(out_bytes);
+  const std::size_t receives = pieces(in_bytes);
+  for (std::size_t i = 0; i < std::max(sends, receives); ++i) {
+    const std::size_t at = i * kSlotBytes;
+    if (i < sends) send(Channel::collective, partner, 0, from + at, std::min(kSlotBytes, out_bytes - at));
+    if (i < receives)
+      receive_local_or_network("armci_msg_gop", Channel::collective, partner, -1, into + at,
+                               std::min(kSlotBytes, in_bytes - at), fold);
+  }
+}
+
+void Collectives::allreduce(const Team& team, void* data, std::size_t count, std::size_t element_bytes,
+                            const Combine& combine) {
   const int n = team.size();
-  if (n == 1) return;
-  std::vector<std::byte> incoming(bytes);
-  for (int mask = 1; mask < n; mask <<= 1) {
-    if (team.me & mask) {
-      send(Channel::collective, team.members[static_cast<std::size_t>(team.me - mask)], 0, data, bytes);
-      break;
-    }
-    if (team.me + mask < n) {
-      receive("armci_msg_gop", Channel::collective, team.members[static_cast<std::size_t>(team.me + mask)], -1,
-              incoming.data(), bytes);
-      combine(data, incoming.data());
+  if (n == 1 || count == 0) return;
+  auto* bytes_of = static_cast<std::byte*>(data);
+  const std::size_t bytes = count * element_bytes;
+  // The largest power of two of members reduce among themselves; each of
+  // the others first hands its data to one of them and gets the result
+  // back at the end.
+  int members = 1;
+  while (members * 2 <= n) members *= 2;
+  auto at = [&](int index) { return team.members[static_cast<std::size_t>(index)]; };
+  if (team.me >= members) {
+    send(Channel::collective, at(team.me - members), 0, data, bytes);
+    receive("armci_msg_gop", Channel::collective, at(team.me - members), -1, data, bytes);
+    return;
+  }
+  const bool folds_in = team.me + members < n;
+  if (folds_in) {
+    scratch_.resize(bytes);
+    receive("armci_msg_gop", Channel::collective, at(team.me + members), -1, scratch_.data(), bytes);
+    combine(data, scratch_.data(), count);
+  }
+  if (bytes <= kWholeBufferReduceMax || count < static_cast<std::size_t>(members))
+    allreduce_whole(team, members, bytes_of, bytes, count, combine);
+  else
+    allreduce_shares(team, members, bytes_of, count, element_bytes, combine);
+  if (folds_in) send(Channel::collective, at(team.me + members), 0, data, bytes);
+}
+
+void Collectives::allreduce_whole(const Team& team, int members, std::byte* data, std::size_t bytes,
+                                  std::size_t count, const Combine& combine) {
+  // Recursive doubling: partners swap what they hold and both compute
+  // (lower half's) op (upper half's), so every member ends with one result.
+  scratch_.resize(bytes);
+  for (int mask = 1; mask < members; mask <<= 1) {
+    const int partner = team.me ^ mask;
+    exchange(team.members[static_cast<std::size_t>(partner)], data, bytes, scratch_.data(), bytes);
+    if (team.me < partner) {
+      combine(data, scratch_.data(), count);
+    } else {
+      combine(scratch_.data(), data, count);
+      std::memcpy(data, scratch_.data(), bytes);
     }
   }
-  broadcast(team, data, bytes, 0);
+}
+
+void Collectives::allreduce_shares(const Team& team, int members, std::byte* data, std::size_t count,
+                                   std::size_t element_bytes, const Combine& combine) {
+  // Recursive halving: each round a member keeps half of what it is
+  // responsible for, gives the other half to its partner and combines
+  // what it gets, so each element is reduced by exactly one member; then
+  // the rounds in reverse gather every member's share back.
+  struct Round {
+    int partner;
+    std::size_t keep_first, keep_count, give_first, give_count;
+  };
+  std::vector<Round> rounds;
+  std::size_t first = 0;
+  std::size_t length = count;
+  for (int mask = members / 2; mask >= 1; mask >>= 1) {
+    const int partner = team.me ^ mask;
+    const std::size_t lower = length / 2;
+    const bool upper_half = (team.me & mask) != 0;
+    Round r{team.members[static_cast<std::size_t>(partner)], upper_half ? first + lower : first,
+            upper_half ? length - lower : lower, upper_half ? first : first + lower, upper_half ? lower : length - lower};
+    const Folding fold{combine, element_bytes};
+    exchange(r.partner, data + r.give_first * element_bytes, r.give_count * element_bytes,
+             data + r.keep_first * element_bytes, r.keep_count * element_bytes, &fold);
+    rounds.push_back(r);
+    first = r.keep_first;
+    length = r.keep_count;
+  }
+  for (auto r = rounds.rbegin(); r != rounds.rend(); ++r)
+    exchange(r->partner, data + r->keep_first * element_bytes, r->keep_count * element_bytes,
+             data + r->give_first * element_bytes, r->give_count * element_bytes);
 }
 
 std::vector<std::vector<std::byte>> Collectives::allgather(const Team& team, std::span<const std::byte> mine) {

@@ -26,6 +26,7 @@
 
 namespace armci {
 
+class Barrier;
 class Completions;
 
 // Two independent streams per pair: the library's collectives, and the
@@ -45,7 +46,7 @@ class Collectives {
  public:
   // Collective (every rank, at start-up, after the barrier exists).
   Collectives(const Peers& peers, Memory& memory, Progress& progress, Messages& messages,
-              Completions& completions);
+              Completions& completions, Barrier& barrier);
   ~Collectives();
   Collectives(const Collectives&) = delete;
   Collectives& operator=(const Collectives&) = delete;
@@ -65,11 +66,11 @@ class Collectives {
   void barrier(const Team& team);
   // root: an index into team.members.
   void broadcast(const Team& team, void* data, std::size_t bytes, int root);
-  // combine(into, from): into = into (op) from, for whole buffers of bytes.
-  // Every member ends with the same result (reduced at index 0, then
-  // broadcast).
-  using Combine = std::function<void(void* into, const void* from)>;
-  void allreduce(const Team& team, void* data, std::size_t bytes, const Combine& combine);
+  // data: count elements of element_bytes each. combine(into, from, n):
+  // into = into (op) from for n elements; it need not be commutative in
+  // its bits (max of -0 and +0): every member ends with the same bits.
+  using Combine = std::function<void(void* into, const void* from, std::size_t count)>;
+  void allreduce(const Team& team, void* data, std::size_t count, std::size_t element_bytes, const Combine& combine);
   // Everyone's record, by team index.
   std::vector<std::vector<std::byte>> allgather(const Team& team, std::span<const std::byte> mine);
 
@@ -81,9 +82,25 @@ class Collectives {
   // and left a shared-memory-only job unable to start in a 1 MiB /dev/shm.
   static constexpr std::size_t kSlotBytes = 16 * 1024;
   static constexpr int kDepth = 2;
+  // Longer messages to a node neighbour are read by the receiver straight
+  // from the sender's buffer (cross-memory attach) where the kernel allows
+  // it: one copy instead of two, and no slot hand-offs. Shorter ones keep
+  // the slots, so a send of up to kDepth pieces still never waits for the
+  // receiver (programs exchanging armci_msg_snd both ways rely on it).
+  static constexpr std::size_t kSingleCopyMin = kSlotBytes * kDepth + 1;
+  // All-reduces up to here exchange whole buffers (recursive doubling);
+  // longer ones reduce a share each and gather the shares.
+  static constexpr std::size_t kWholeBufferReduceMax = 8 * 1024;
 
  private:
   struct Slot;
+  struct InboxHeader;
+  // A message started towards `to`: done once `finish` returns.
+  struct Posted {
+    int to = -1;
+    Channel channel = Channel::collective;
+    std::uint64_t single_copy_sequence = 0;  // 0: nothing left to wait for
+  };
   struct Arrived {
     int tag;
     std::uint64_t total;
@@ -93,6 +110,26 @@ class Collectives {
   // The slot piece `sequence` (from 1) from sender to receiver goes through.
   Slot* slot_at(int receiver, Channel channel, int sender, std::uint64_t sequence) const;
   bool local(int proc) const { return inbox_local_[static_cast<std::size_t>(proc)] != nullptr; }
+  InboxHeader* header_of(int proc) const;
+  Posted post(Channel channel, int to, int tag, const void* data, std::size_t bytes);
+  void finish(const Posted& posted);
+  // Sends `out` to partner and receives its message into `in`, as both
+  // call it: never two blocked senders.
+  // A receive that combines what arrives into the buffer instead of
+  // overwriting it.
+  struct Folding {
+    const Combine& combine;
+    std::size_t element_bytes;
+  };
+  void exchange(int partner, const void* out, std::size_t out_bytes, void* in, std::size_t in_bytes,
+                const Folding* fold = nullptr);
+  std::size_t receive_local_or_network(const char* call, Channel channel, int from, int tag, std::byte* into,
+                                       std::size_t capacity, const Folding* fold);
+  void probe_single_copy(Barrier& barrier);
+  void allreduce_whole(const Team& team, int members, std::byte* data, std::size_t bytes, std::size_t count,
+                       const Combine& combine);
+  void allreduce_shares(const Team& team, int members, std::byte* data, std::size_t count, std::size_t element_bytes,
+                        const Combine& combine);
   bool waiting(Channel channel, int from);
   // The length of the next message from `from`, once its first piece is
   // here (it stays to be received).
@@ -127,6 +164,9 @@ class Collectives {
   std::vector<std::byte*> inbox_local_;  // per rank, where mapped (self, node neighbours)
   std::vector<int> node_index_;           // per rank: index among its node's members
   int node_slots_ = 0;                    // slots per channel in an inbox
+  bool single_copy_ = false;              // every node neighbour can read every other's memory
+  std::vector<std::byte> scratch_;        // all-reduce: the partner's data
+  std::vector<std::byte> stretch_;        // a cache-sized piece read from a sender, combined at once
 
   std::vector<std::uint64_t> sent_;      // per channel and rank: pieces sent (both paths)
   std::vector<std::uint64_t> received_;  // per channel and rank: pieces taken

@@ -29,11 +29,18 @@ namespace armci {
 // cores the rank being waited for may need this very core.
 class Backoff {
  public:
+  // How long every wait polls before it starts to give its CPU away; set
+  // once at ARMCI_Init (Runtime) from ARMCI_WAIT_SPIN_US.
+  static void set_spin(std::chrono::nanoseconds spin) { spin_.store(spin.count(), std::memory_order_relaxed); }
+  static std::chrono::nanoseconds spin() { return std::chrono::nanoseconds(spin_.load(std::memory_order_relaxed)); }
   void pause();
 
  private:
+  static inline std::atomic<std::int64_t> spin_{0};
   unsigned spins_ = 0;
   std::chrono::steady_clock::time_point since_{};
+  std::chrono::steady_clock::time_point spin_until_{};
+  bool spinning_ = false;
 };
 
 // Work that moves on whenever the network is progressed, by whichever

@@ -5,6 +5,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -26,6 +28,15 @@ std::string hostname() {
   char name[256] = {};
   gethostname(name, sizeof name - 1);
   return name;
+}
+
+// Ranks that fit the host's CPUs own one each and may poll in their waits;
+// more ranks than CPUs must give the CPU away while they wait.
+std::chrono::nanoseconds wait_spin(const Settings& settings, int ranks_on_host) {
+  constexpr long kOwnCpuSpinUs = 200;
+  long us = settings.wait_spin_us;
+  if (us == kWaitSpinAuto) us = ranks_on_host <= sysconf(_SC_NPROCESSORS_ONLN) ? kOwnCpuSpinUs : 0;
+  return std::chrono::microseconds(us);
 }
 
 }  // namespace
@@ -105,6 +116,8 @@ void Runtime::start_up() {
     if (r != rank && hosts[static_cast<std::size_t>(r)] == host)
       neighbour_pids[static_cast<std::size_t>(r)] = static_cast<pid_t>(pids[static_cast<std::size_t>(r)]);
   neighbours_alive_ = std::make_unique<platform::ProcessWatch>(neighbour_pids);
+  const int ranks_on_host =
+      1 + static_cast<int>(std::count_if(neighbour_pids.begin(), neighbour_pids.end(), [](pid_t p) { return p != 0; }));
   set_liveness_probe([watch = neighbours_alive_.get()] {
     for (int dead : watch->exited_ranks()) note_peer_failure(dead, "its process has exited");
   });
@@ -128,6 +141,7 @@ void Runtime::start_up() {
   // The parts, each handed the others it uses. Message kinds are registered
   // as the parts are made: the same order at every rank.
   progress_ = std::make_unique<Progress>(settings_, rank, network_.get());
+  Backoff::set_spin(wait_spin(settings_, ranks_on_host));
   bootstrap_->set_progress([this] {
     if (network_) progress_->progress();
     probe_liveness();
@@ -150,7 +164,7 @@ void Runtime::start_up() {
   barrier_ = std::make_unique<Barrier>(*peers_, *memory_, *progress_, *completions_);
   memory_->set_barrier([this] { barrier_->wait(); });
   sync_ = std::make_unique<Sync>(*peers_, *memory_, *progress_, *completions_, *messages_, *barrier_, *transfers_);
-  collectives_ = std::make_unique<Collectives>(*peers_, *memory_, *progress_, *messages_, *completions_);
+  collectives_ = std::make_unique<Collectives>(*peers_, *memory_, *progress_, *messages_, *completions_, *barrier_);
   groups_ = std::make_unique<Groups>(*peers_, *collectives_, *memory_);
   // From here on allocations exchange their records through the library's
   // own all-gather (node inboxes, network messages): PMIx fences cost

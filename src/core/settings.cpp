@@ -100,6 +100,11 @@ const Entry kEntries[] = {
                                                : std::to_string(s.helper_cpu);
      }},
     number<FIELD(progress_idle_us), 1, 999999>("ARMCI_PROGRESS_IDLE_US"),
+    {"ARMCI_WAIT_SPIN_US",
+     [](Settings& s, const char* n, const char* text) {
+       s.wait_spin_us = !std::strcmp(text, "auto") ? kWaitSpinAuto : parse_number(n, text, 0, 10000000, 10);
+     },
+     [](const Settings& s) { return s.wait_spin_us == kWaitSpinAuto ? std::string("auto") : std::to_string(s.wait_spin_us); }},
     {"ARMCI_PROTOCOL",
      [](Settings& s, const char* n, const char* text) {
        s.protocol = parse_choice(n, text, {"auto", "direct", "buffered"},

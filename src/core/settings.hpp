@@ -22,6 +22,8 @@ enum class ProtocolChoice { automatic, direct, buffered, host };
 // ARMCI_HELPER_CPU's words: keep the helper off the application's CPU where
 // the process may use another (auto), or leave its placement alone (none).
 constexpr int kHelperCpuAuto = -1;
+// ARMCI_WAIT_SPIN_US=auto: spin while this node's ranks fit its CPUs.
+constexpr long kWaitSpinAuto = -1;
 constexpr int kHelperCpuNone = -2;
 
 struct Settings {
@@ -34,6 +36,7 @@ struct Settings {
   long helper_spin_us = 50;                          // ARMCI_HELPER_SPIN_US: spin before blocking
   int helper_cpu = kHelperCpuAuto;                   // ARMCI_HELPER_CPU: or kHelperCpuNone, or a CPU
   long progress_idle_us = 200;                       // ARMCI_PROGRESS_IDLE_US
+  long wait_spin_us = kWaitSpinAuto;                 // ARMCI_WAIT_SPIN_US: poll before yielding
   ProtocolChoice protocol = ProtocolChoice::automatic;  // ARMCI_PROTOCOL
   std::size_t buffered_max = 0;                      // ARMCI_BUFFERED_MAX: automatic buffered up to here
   std::size_t buffer_chunk = 64 * 1024;              // ARMCI_BUFFER_CHUNK: bytes per pool buffer

@@ -1,0 +1,62 @@
+#include "src/core/reduce.hpp"
+
+namespace armci {
+namespace {
+
+template <typename T, ReduceOp op>
+void combine(void* into_bytes, const void* from_bytes, std::size_t count) {
+  T* into = static_cast<T*>(into_bytes);
+  const T* from = static_cast<const T*>(from_bytes);
+  for (std::size_t i = 0; i < count; ++i) {
+    if constexpr (op == ReduceOp::sum) into[i] = into[i] + from[i];
+    else if constexpr (op == ReduceOp::product) into[i] = into[i] * from[i];
+    else if constexpr (op == ReduceOp::max || op == ReduceOp::absmax) into[i] = into[i] < from[i] ? from[i] : into[i];
+    else if constexpr (op == ReduceOp::min || op == ReduceOp::absmin) into[i] = from[i] < into[i] ? from[i] : into[i];
+    else if constexpr (std::is_integral_v<T>) into[i] = into[i] | from[i];
+  }
+}
+
+template <typename T>
+CombineFunction combine_typed(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return combine<T, ReduceOp::sum>;
+    case ReduceOp::product: return combine<T, ReduceOp::product>;
+    case ReduceOp::max: return combine<T, ReduceOp::max>;
+    case ReduceOp::min: return combine<T, ReduceOp::min>;
+    case ReduceOp::absmax: return combine<T, ReduceOp::absmax>;
+    case ReduceOp::absmin: return combine<T, ReduceOp::absmin>;
+    case ReduceOp::bit_or: return combine<T, ReduceOp::bit_or>;
+  }
+  return combine<T, ReduceOp::sum>;
+}
+
+template <typename T>
+void absolute(void* data, std::size_t count) {
+  T* x = static_cast<T*>(data);
+  for (std::size_t i = 0; i < count; ++i) x[i] = x[i] < 0 ? static_cast<T>(-x[i]) : x[i];
+}
+
+}  // namespace
+
+CombineFunction combine_for(ElementType type, ReduceOp op) {
+  switch (type) {
+    case ElementType::int_: return combine_typed<int>(op);
+    case ElementType::long_: return combine_typed<long>(op);
+    case ElementType::long_long: return combine_typed<long long>(op);
+    case ElementType::float_: return combine_typed<float>(op);
+    case ElementType::double_: return combine_typed<double>(op);
+  }
+  return combine_typed<double>(op);
+}
+
+void prepare_absolute(ElementType type, void* data, std::size_t count) {
+  switch (type) {
+    case ElementType::int_: return absolute<int>(data, count);
+    case ElementType::long_: return absolute<long>(data, count);
+    case ElementType::long_long: return absolute<long long>(data, count);
+    case ElementType::float_: return absolute<float>(data, count);
+    case ElementType::double_: return absolute<double>(data, count);
+  }
+}
+
+}  // namespace armci

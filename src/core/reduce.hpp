@@ -1,0 +1,38 @@
+// Element-wise reductions for the collectives: the operations of
+// armci_msg_*gop over the element types of message.h, as one combine
+// function the all-reduce applies to any stretch of whole elements.
+#pragma once
+
+#include <cstddef>
+#include <type_traits>
+
+namespace armci {
+
+enum class ReduceOp { sum, product, max, min, absmax, absmin, bit_or };
+enum class ElementType { int_, long_, long_long, float_, double_ };
+
+constexpr std::size_t element_bytes(ElementType type) {
+  switch (type) {
+    case ElementType::int_: return sizeof(int);
+    case ElementType::long_: return sizeof(long);
+    case ElementType::long_long: return sizeof(long long);
+    case ElementType::float_: return sizeof(float);
+    case ElementType::double_: return sizeof(double);
+  }
+  return 1;
+}
+
+constexpr bool is_integer(ElementType type) { return type != ElementType::float_ && type != ElementType::double_; }
+
+// into[i] = into[i] (op) from[i] for count elements.
+using CombineFunction = void (*)(void* into, const void* from, std::size_t count);
+
+// The combine for one operation and type; absmax/absmin compare the
+// magnitudes, which the caller has put in place of the values beforehand
+// (prepare_absolute). bit_or on a floating type is the caller's error to
+// catch: it combines nothing.
+CombineFunction combine_for(ElementType type, ReduceOp op);
+// For absmax/absmin: every element replaced by its magnitude.
+void prepare_absolute(ElementType type, void* data, std::size_t count);
+
+}  // namespace armci
