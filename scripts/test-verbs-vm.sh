@@ -27,7 +27,7 @@ exec "$vm" bash -c "
   export MP_INFLIGHT=20000
   cd '$build'
   status=0
-  ./tests/unit/unit_tests --gtest_filter='Verbs*:*NetworkContract*/verbs' --gtest_brief=1 || status=1
+  ./tests/unit/unit_tests --gtest_filter='Verbs*:*NetworkContract*/verbs*' --gtest_brief=1 || status=1
   MP_MODES='verbs' MP_NPS='2 3' MP_MPI_NPS='2' MP_TIMEOUT=300 ./tests/mp/run-mp-tests.sh || status=1
   MP_MODES='verbs-buffered' MP_NPS='2' MP_TESTS='mp_basic mp_nonblocking mp_random mp_strided mp_aggregate' \
     MP_TIMEOUT=300 ./tests/mp/run-mp-tests.sh || status=1

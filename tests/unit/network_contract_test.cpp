@@ -5,9 +5,11 @@
 //   ucx_shm   UCX, two networks in this process (shared-memory transports);
 //   ucx_tcp   UCX with peer-failure detection, two networks (UCX 1.13 then
 //             offers tcp only, here over loopback);
-//   verbs     raw verbs, loopback (an RC QP connected to itself); only where
-//             a device has an active port: the Soft-RoCE VM suite
-//             (scripts/test-verbs-vm.sh) runs it, and a host run says so.
+//   verbs     raw verbs, loopback (an RC QP connected to itself);
+//   verbs_pair raw verbs, two networks in this process (a handshake and an
+//             RC QP at each end). Both only where a device has an active
+//             port: the Soft-RoCE VM suite (scripts/test-verbs-vm.sh) runs
+//             them, and a host run says so.
 // What only one layer does (its limits, connection handling, its error
 // texts) stays in test_ucx_network.cpp and test_verbs_network.cpp.
 #include <gtest/gtest.h>
@@ -45,10 +47,13 @@ std::vector<Transport> all_transports() {
   all.push_back({"ucx_tcp", ucx(true), true});
 #endif
 #ifdef ARMCI_HAVE_VERBS
-  all.push_back({"verbs", [](int rank, int size) { return make_verbs_network(rank, size); }, false, [] {
-                   return verbs_device_available() ? std::string()
-                                                   : std::string("no RDMA device with an active port on this machine");
-                 }});
+  auto verbs_absent = [] {
+    return verbs_device_available() ? std::string()
+                                    : std::string("no RDMA device with an active port on this machine");
+  };
+  auto verbs = [](int rank, int size) { return make_verbs_network(rank, size); };
+  all.push_back({"verbs", verbs, false, verbs_absent});
+  all.push_back({"verbs_pair", verbs, true, verbs_absent});
 #endif
   return all;
 }
