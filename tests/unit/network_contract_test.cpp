@@ -467,6 +467,49 @@ TEST_P(NetworkContract, HandlerMayReplyAndThrow) {
   ASSERT_TRUE(until([&] { return replies == 2; }));
 }
 
+TEST_P(NetworkContract, OneCompletionCountsEveryOperation) {
+  // Each operation adds to `pending` before it returns and takes as much
+  // back when it completes (a layer may count pieces): done() means every
+  // one of them has completed, each with its effect.
+  std::vector<std::byte> dst(8192, std::byte{0});
+  RemoteKey k = expose(dst.data(), dst.size());
+  alignas(8) std::uint64_t word = 0;
+  RemoteKey wk = expose(&word, sizeof word);
+  auto src = pattern(4096, 50);
+  auto remote_half = pattern(4096, 51);
+  std::memcpy(dst.data() + 4096, remote_half.data(), remote_half.size());
+  std::vector<std::byte> back(4096);
+  int received = 0;
+  target().set_message_handler(11, [&](int, auto, auto) { ++received; });
+  const std::uint64_t notified = target().notifications_received();
+
+  Completion c;
+  auto count_start = [&] { EXPECT_GE(c.pending.load(), 0); };
+  LocalSegment put_seg{src.data(), 2048}, notify_seg{src.data() + 2048, 2048}, get_seg{back.data(), back.size()};
+  std::uint64_t added_to = ~0ull, swapped_from = ~0ull;
+  net->put(peer, {&put_seg, 1}, addr(dst.data()), k, c);
+  count_start();
+  net->get(peer, {&get_seg, 1}, addr(dst.data()) + 4096, k, c);
+  count_start();
+  net->fetch_add(peer, addr(&word), wk, 5, &added_to, c);
+  count_start();
+  net->order(peer);
+  net->compare_swap(peer, addr(&word), wk, 5, 9, &swapped_from, c);
+  count_start();
+  net->send_message(peer, 11, bytes_of("hdr"), src, c);
+  count_start();
+  net->put_notify(peer, {&notify_seg, 1}, addr(dst.data()) + 2048, k, 1, c);
+  count_start();
+  wait_remote(c);
+  EXPECT_EQ(c.pending.load(), 0);
+  EXPECT_EQ(std::memcmp(dst.data(), src.data(), src.size()), 0) << "put and put_notify";
+  EXPECT_TRUE(back == remote_half) << "get";
+  EXPECT_EQ(added_to, 0u);
+  EXPECT_EQ(swapped_from, 5u);
+  EXPECT_EQ(word, 9u);
+  ASSERT_TRUE(until([&] { return received == 1 && target().notifications_received() == notified + 1; }));
+}
+
 TEST_P(NetworkContract, Order) {
   std::vector<std::byte> dst(64 * 1024, std::byte{0});
   RemoteKey k = expose(dst.data(), dst.size());
