@@ -37,10 +37,14 @@ struct Capabilities {
 };
 
 // Completion of one or more operations. The caller owns it and keeps it alive
-// until `pending` is zero; every operation started with it adds one before it
-// returns and subtracts one when it completes (locally for put and
-// send_message, with the data in place for get and atomics). A failure sets
-// `error` (first one wins) and still completes.
+// until `pending` is zero; every operation started with it adds to `pending`
+// before it returns (one, or one per piece the layer issues it as: UCX counts
+// each segment, and put_notify's notification) and takes as much back when it
+// completes (locally for put and send_message, with the data in place for get
+// and atomics). So `pending` is the work in flight, for flow control, and zero
+// means all of it completed. A failure sets `error` (first one wins) and
+// still completes. (tests/unit/network_contract_test.cpp checks all of this
+// interface against every layer.)
 struct Completion {
   std::atomic<int> pending{0};
   std::atomic<int> error{0};

@@ -36,7 +36,8 @@ Sync::Sync(const Peers& peers, Memory& memory, Progress& progress, Completions& 
       messages_(messages),
       barrier_(barrier),
       transfers_(transfers),
-      network_(peers.has_network_peers()) {
+      atomics_(peers.has_network_peers()),
+      network_(atomics_.network()) {
   const auto n = static_cast<std::size_t>(peers_.size());
   // [notify counters: one word per source rank][lock nodes], the same layout
   // at every rank.
@@ -92,7 +93,25 @@ void Sync::remember(const Word& w, std::uint64_t value) {
 }
 
 std::uint64_t Sync::fetch_add64(const char* call, const Word& w, std::uint64_t value) {
-  if (!network_) return atomic_at<std::uint64_t>(w.local).fetch_add(value);
+  return atomics_.find(protocols::WordOp::fetch_add).apply(*this, call, w, protocols::WordOp::fetch_add, value, 0);
+}
+
+std::uint64_t Sync::compare_swap64(const char* call, const Word& w, std::uint64_t expected,
+                                   std::uint64_t desired) {
+  return atomics_.find(protocols::WordOp::compare_swap)
+      .apply(*this, call, w, protocols::WordOp::compare_swap, expected, desired);
+}
+
+std::uint64_t Sync::swap64(const char* call, const Word& w, std::uint64_t value) {
+  return atomics_.find(protocols::WordOp::swap).apply(*this, call, w, protocols::WordOp::swap, value, 0);
+}
+
+std::uint32_t Sync::update32(const char* call, const Word& lane, bool add, std::uint32_t value) {
+  const auto op = add ? protocols::WordOp::fetch_add32 : protocols::WordOp::swap32;
+  return static_cast<std::uint32_t>(atomics_.find(op).apply(*this, call, lane, op, value, 0));
+}
+
+std::uint64_t Sync::network_fetch_add(const char* call, const Word& w, std::uint64_t value) {
   // Blocking operations to one target are seen in order: an earlier put
   // must not land after this.
   completions_.order_after_puts(w.proc, false);
@@ -105,12 +124,8 @@ std::uint64_t Sync::fetch_add64(const char* call, const Word& w, std::uint64_t v
   return old;
 }
 
-std::uint64_t Sync::compare_swap64(const char* call, const Word& w, std::uint64_t expected,
-                                   std::uint64_t desired) {
-  if (!network_) {
-    atomic_at<std::uint64_t>(w.local).compare_exchange_strong(expected, desired);
-    return expected;  // the old value either way
-  }
+std::uint64_t Sync::network_compare_swap(const char* call, const Word& w, std::uint64_t expected,
+                                         std::uint64_t desired) {
   completions_.order_after_puts(w.proc, false);
   std::uint64_t old = 0;
   platform::Completion done;
@@ -121,41 +136,6 @@ std::uint64_t Sync::compare_swap64(const char* call, const Word& w, std::uint64_
   std::atomic_thread_fence(std::memory_order_seq_cst);
   remember(w, old == expected ? desired : old);
   return old;
-}
-
-std::uint64_t Sync::swap64(const char* call, const Word& w, std::uint64_t value) {
-  if (!network_) return atomic_at<std::uint64_t>(w.local).exchange(value);
-  // The platform has compare-and-swap and fetch-and-add only (verbs has no
-  // swap): loop, each failure handing back the current value to try next.
-  std::uint64_t expected = guess(w);
-  for (;;) {
-    const std::uint64_t old = compare_swap64(call, w, expected, value);
-    if (old == expected) return old;
-    expected = old;
-  }
-}
-
-std::uint32_t Sync::update32(const char* call, const Word& lane, bool add, std::uint32_t value) {
-  if (!network_) {
-    auto a = atomic_at<std::uint32_t>(lane.local);
-    return add ? a.fetch_add(value) : a.exchange(value);
-  }
-  // Network atomics are 64-bit: work on the aligned word that holds the
-  // lane, leaving the other half as it is. (Every ARMCI_Malloc part is
-  // page-aligned and its mapping page-rounded, so the word is registered
-  // memory even where the region ends in the middle of it.)
-  const auto offset = static_cast<unsigned>(lane.address & 7);
-  Word whole = lane;
-  whole.address -= offset;
-  if (whole.local != nullptr) whole.local -= offset;
-  std::uint64_t expected = guess(whole);
-  for (;;) {
-    const std::uint32_t old_lane = word_lane(expected, offset);
-    const std::uint64_t desired = with_lane(expected, offset, add ? old_lane + value : value);
-    const std::uint64_t old = compare_swap64(call, whole, expected, desired);
-    if (old == expected) return old_lane;
-    expected = old;
-  }
 }
 
 void Sync::store64(const char* call, const Word& w, std::uint64_t value) {

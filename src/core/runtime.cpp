@@ -197,9 +197,8 @@ void Runtime::print_info() const {
   std::fputs(settings_.describe("armci: info: setting ").c_str(), stderr);
   std::fprintf(stderr, "armci: info: network layer: %s\n",
                network_ ? network_->capabilities().name.c_str() : "none (all peers local)");
-  std::fprintf(stderr, "armci: info: Rmw and mutexes: %s\n",
-               peers_->has_network_peers() ? "network atomics, to every rank (self included)"
-                                           : "CPU atomics on node-shared memory");
+  std::fprintf(stderr, "armci: info: Rmw and mutexes, to every rank (one mechanism per job):\n");
+  std::fputs(sync_->atomics().describe("armci: info:   ").c_str(), stderr);
   if (network_) {
     const platform::Capabilities& caps = network_->capabilities();
     std::fprintf(stderr, "armci: info: layer: %s\n", platform::describe(caps).c_str());

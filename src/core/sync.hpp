@@ -23,6 +23,7 @@
 
 #include "platform/network.hpp"
 #include "src/core/memory.hpp"
+#include "src/core/protocols/rmw.hpp"
 
 namespace armci {
 
@@ -55,7 +56,9 @@ constexpr std::uint64_t with_lane(std::uint64_t word, unsigned lane_offset, std:
   return (word & ~(std::uint64_t{0xffffffffu} << shift)) | (std::uint64_t{lane} << shift);
 }
 
-class Sync {
+// The word atomics go through the protocol objects of protocols/rmw.hpp,
+// chosen once at start-up; Sync gives the network ones their primitives.
+class Sync : private protocols::NetworkWords {
  public:
   // Collective (part of start-up): allocates every rank's notify counters
   // and queue-lock nodes.
@@ -92,15 +95,11 @@ class Sync {
   // for at the same time.
   static constexpr int kLockSlots = 128;
 
+  // Which protocol serves each word operation (the info output prints it).
+  const protocols::AtomicTable& atomics() const { return atomics_; }
+
  private:
-  // A 64-bit word at some rank: through this process's mapping (local) or
-  // through the network (key).
-  struct Word {
-    int proc = -1;
-    std::uintptr_t address = 0;  // in proc's address space
-    platform::RemoteKey key{};
-    std::byte* local = nullptr;
-  };
+  using Word = protocols::Word;
   struct LockNode {  // one queue-lock node: written by other ranks
     std::uint64_t granted_wait;  // 1 while waiting, 0 once the predecessor hands over
     std::uint64_t next;          // the successor's id, 0 while none
@@ -114,20 +113,24 @@ class Sync {
   Word word_at(const Allocation& allocation, int proc, std::size_t offset) const;
   Word user_word(const char* call, int proc, void* prem, std::size_t width);
 
-  // Atomics on 64-bit words, by the job's mechanism.
+  // Atomics on 64-bit words, by the protocol the table chose.
   std::uint64_t fetch_add64(const char* call, const Word& w, std::uint64_t value);
   std::uint64_t compare_swap64(const char* call, const Word& w, std::uint64_t expected,
                                std::uint64_t desired);
   std::uint64_t swap64(const char* call, const Word& w, std::uint64_t value);
-  // 32-bit lane of the aligned word that holds it (network: a compare-and-
-  // swap loop on the whole word); `add` or replace.
+  // 32-bit lane of the aligned word that holds it; `add` or replace.
   std::uint32_t update32(const char* call, const Word& lane, bool add, std::uint32_t value);
+
+  // protocols::NetworkWords: one network atomic, ordered and waited for.
+  std::uint64_t network_fetch_add(const char* call, const Word& w, std::uint64_t value) override;
+  std::uint64_t network_compare_swap(const char* call, const Word& w, std::uint64_t expected,
+                                     std::uint64_t desired) override;
 
   // A plain 64-bit store into a word only this rank writes at the moment.
   void store64(const char* call, const Word& w, std::uint64_t value);
   std::uint64_t load_own(std::size_t offset) const;
 
-  std::uint64_t guess(const Word& w) const;
+  std::uint64_t guess(const Word& w) const override;
   void remember(const Word& w, std::uint64_t value);
 
   std::size_t notify_offset(int source) const { return static_cast<std::size_t>(source) * 8; }
@@ -145,7 +148,8 @@ class Sync {
   Messages& messages_;
   Barrier& barrier_;
   Transfers& transfers_;
-  bool network_;  // atomics through the network layer
+  protocols::AtomicTable atomics_;
+  bool network_;  // atomics through the network layer (atomics_ says so)
   std::unique_ptr<Allocation> sync_;     // notify counters and lock nodes
   std::unique_ptr<Allocation> mutexes_;  // queue tails, one word per mutex
   std::size_t node_base_ = 0;

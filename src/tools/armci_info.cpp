@@ -5,6 +5,7 @@
 // table the library builds at ARMCI_Init, from the same settings.
 #include <getopt.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -14,6 +15,7 @@
 
 #include "config.h"
 #include "platform/network_factory.hpp"
+#include "src/core/protocols/rmw.hpp"
 #include "src/core/protocols/table.hpp"
 #include "src/core/settings.hpp"
 
@@ -27,7 +29,8 @@ const char* const kUsage =
     "  -d   network layers and devices found, with the capabilities protocols are chosen from\n"
     "  -s   every ARMCI_* setting: its value and whether it came from the environment or the default\n"
     "  -p   the protocol selection table for each kind of peer (self, shm: same node;\n"
-    "       net-host: through the network to a rank on this host; net: to another host)\n"
+    "       net-host: through the network to a rank on this host; net: to another host),\n"
+    "       and the one for Rmw and mutexes\n"
     "  -h   this text\n";
 
 struct Layer {
@@ -99,6 +102,13 @@ void print_protocols(const std::vector<Layer>& layers, const armci::Settings& se
   for (PeerKind kind : {PeerKind::self, PeerKind::shared_memory}) {
     std::printf("to %s peers:\n", armci::to_string(kind));
     std::fputs(local.describe(kind, "  ").c_str(), stdout);
+  }
+  // Rmw and mutexes use one mechanism per job, whoever the peer is.
+  std::printf("Rmw and mutexes in a job without network peers:\n");
+  std::fputs(armci::protocols::AtomicTable(false).describe("  ").c_str(), stdout);
+  if (std::any_of(layers.begin(), layers.end(), [](const Layer& layer) { return layer.network != nullptr; })) {
+    std::printf("Rmw and mutexes in a job with network peers (to every rank, self included):\n");
+    std::fputs(armci::protocols::AtomicTable(true).describe("  ").c_str(), stdout);
   }
   for (const Layer& layer : layers) {
     if (!layer.network) continue;

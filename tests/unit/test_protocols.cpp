@@ -1,11 +1,15 @@
 // The protocol selection table: what each setting and capability makes it
 // choose, size by size. The expectations are the rules the README states
 // for ARMCI_PROTOCOL, ARMCI_BUFFERED_MAX, ARMCI_OFFLOAD_MIN,
-// ARMCI_AGGREGATE_PIECE_MAX and ARMCI_STRIDED_*.
+// ARMCI_AGGREGATE_PIECE_MAX and ARMCI_STRIDED_*; and the Rmw table's
+// choices, with each word-atomic protocol's results checked.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstdint>
 #include <string>
 
+#include "src/core/protocols/rmw.hpp"
 #include "src/core/protocols/table.hpp"
 #include "src/core/settings.hpp"
 
@@ -171,6 +175,101 @@ TEST(ProtocolTable, DescribePrintsWhatFindChooses) {
   EXPECT_NE(text.find("puts/net/host-assisted 2049 B..16 KiB"), std::string::npos) << text;
   EXPECT_NE(text.find("puts/net/direct-sge 16385 B.."), std::string::npos) << text;
   EXPECT_NE(text.find("> put   blocking "), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace armci::protocols
+
+namespace armci::protocols {
+namespace {
+
+std::string rmw_choice(bool network_peers, WordOp op) {
+  return std::string("rmw/") + AtomicTable(network_peers).find(op).name;
+}
+
+TEST(RmwTable, OneMechanismPerJob) {
+  for (int o = 0; o < kWordOps; ++o) {
+    const auto op = static_cast<WordOp>(o);
+    EXPECT_EQ(rmw_choice(false, op), "rmw/shm/cpu-atomic") << to_string(op);
+    EXPECT_TRUE(AtomicTable(true).find(op).network) << to_string(op);
+  }
+  EXPECT_FALSE(AtomicTable(false).network());
+  EXPECT_TRUE(AtomicTable(true).network());
+}
+
+TEST(RmwTable, NetworkAtomicsWhereTheLayerHasThemElseCompareSwapLoops) {
+  EXPECT_EQ(rmw_choice(true, WordOp::fetch_add), "rmw/net/native-atomic");
+  EXPECT_EQ(rmw_choice(true, WordOp::compare_swap), "rmw/net/native-atomic");
+  EXPECT_EQ(rmw_choice(true, WordOp::swap), "rmw/net/cas-emulated");
+  EXPECT_EQ(rmw_choice(true, WordOp::fetch_add32), "rmw/net/cas-emulated");
+  EXPECT_EQ(rmw_choice(true, WordOp::swap32), "rmw/net/cas-emulated");
+  const std::string text = AtomicTable(true).describe("");
+  EXPECT_NE(text.find("mutex/mcs-queue: tail by rmw/net/cas-emulated swap"), std::string::npos) << text;
+}
+
+// A network that applies its atomics to this process's memory, counting
+// them, and guesses a stale value so loops must retry.
+class LocalWords : public NetworkWords {
+ public:
+  std::uint64_t network_fetch_add(const char*, const Word& w, std::uint64_t value) override {
+    ++atomics;
+    return std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(w.address)).fetch_add(value);
+  }
+  std::uint64_t network_compare_swap(const char*, const Word& w, std::uint64_t expected,
+                                     std::uint64_t desired) override {
+    ++atomics;
+    EXPECT_EQ(w.address % 8, 0u) << "network atomics are on aligned 64-bit words";
+    std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(w.address))
+        .compare_exchange_strong(expected, desired);
+    return expected;
+  }
+  std::uint64_t guess(const Word&) const override { return 12345; }
+  int atomics = 0;
+};
+
+Word word_of(void* p) {
+  Word w;
+  w.proc = 0;
+  w.address = reinterpret_cast<std::uintptr_t>(p);
+  w.local = static_cast<std::byte*>(p);
+  return w;
+}
+
+TEST(RmwProtocols, EveryChoiceComputesTheSameResults) {
+  for (bool network_peers : {false, true}) {
+    SCOPED_TRACE(network_peers ? "network job" : "same-node job");
+    const AtomicTable table(network_peers);
+    LocalWords net;
+    auto apply = [&](WordOp op, void* p, std::uint64_t value, std::uint64_t desired = 0) {
+      return table.find(op).apply(net, "test", word_of(p), op, value, desired);
+    };
+    alignas(8) std::uint64_t word = 0xfffffffffffffff0ull;
+    EXPECT_EQ(apply(WordOp::fetch_add, &word, 0x20), 0xfffffffffffffff0ull);
+    EXPECT_EQ(word, 0x10u);
+    EXPECT_EQ(apply(WordOp::compare_swap, &word, 7, 9), 0x10u);  // fails
+    EXPECT_EQ(word, 0x10u);
+    EXPECT_EQ(apply(WordOp::compare_swap, &word, 0x10, 9), 0x10u);
+    EXPECT_EQ(word, 9u);
+    EXPECT_EQ(apply(WordOp::swap, &word, 0x123456789abcdefull), 9u);
+    EXPECT_EQ(word, 0x123456789abcdefull);
+
+    // 32-bit lanes: the other half of the word stays.
+    alignas(8) std::uint32_t lanes[2] = {0xfffffffeu, 70};
+    EXPECT_EQ(apply(WordOp::fetch_add32, &lanes[0], 3), 0xfffffffeu);
+    EXPECT_EQ(lanes[0], 1u);
+    EXPECT_EQ(lanes[1], 70u);
+    EXPECT_EQ(apply(WordOp::swap32, &lanes[1], 0xabcdef01u), 70u);
+    EXPECT_EQ(lanes[1], 0xabcdef01u);
+    EXPECT_EQ(lanes[0], 1u);
+    EXPECT_EQ(apply(WordOp::fetch_add32, &lanes[1], 1), 0xabcdef01u);
+    EXPECT_EQ(lanes[1], 0xabcdef02u);
+    EXPECT_EQ(lanes[0], 1u);
+    if (network_peers) {
+      EXPECT_GT(net.atomics, 0) << "a network job's atomics go through the network";
+    } else {
+      EXPECT_EQ(net.atomics, 0) << "a same-node job's atomics stay on the CPU";
+    }
+  }
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
-// Tests of the verbs network layer.
+// What only the verbs layer does; the interface itself is tested once for
+// every layer in network_contract_test.cpp (its `verbs` instantiation).
 //
-// Without an RDMA device (the host CI) every test skips. With one (e.g. the
-// Soft-RoCE VM: /work/shared/rxe-vm/run-in-rxe-vm.sh BINARY) the single-process
-// tests run at size 1, where peer 0 is this process and its RC QP is
-// connected to itself.
+// Without an RDMA device (the host CI) every test here skips, saying where
+// it runs: scripts/test-verbs-vm.sh runs them in the Soft-RoCE VM
+// (/work/shared/rxe-vm/run-in-rxe-vm.sh BINARY), where the single-process
+// tests run at size 1: peer 0 is this process, its RC QP connected to itself.
 //
 // Pair mode: VERBS_PAIR_RANK=r VERBS_PAIR_SIZE=n VERBS_PAIR_DIR=dir, one
 // instance per rank started together (gtest filter VerbsPair.*). They swap
@@ -23,42 +24,35 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
-#include <numeric>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "platform/verbs/verbs_network.hpp"
+#include "tests/unit/network_fixture.hpp"
 
 namespace armci::platform {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using testing::addr;
+using testing::bytes_of;
+using testing::Clock;
+using testing::pattern;
+using testing::progress_until;
 
 bool device_present() {
   static const bool present = verbs_device_available();
   return present;
 }
 
-#define REQUIRE_DEVICE()                                                                  \
-  do {                                                                                    \
-    if (!device_present())                                                                \
-      GTEST_SKIP() << "no RDMA device with an ACTIVE port; run this binary inside "       \
-                      "/work/shared/rxe-vm/run-in-rxe-vm.sh to test the verbs layer";     \
+constexpr const char* kNoDevice =
+    "no RDMA device with an ACTIVE port; scripts/test-verbs-vm.sh runs this in the Soft-RoCE VM";
+
+#define REQUIRE_DEVICE()                             \
+  do {                                               \
+    if (!device_present()) GTEST_SKIP() << kNoDevice; \
   } while (0)
-
-std::vector<std::byte> pattern(std::size_t n, unsigned seed) {
-  std::vector<std::byte> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = std::byte((i * 131 + seed * 17 + (i >> 8)) & 0xff);
-  return v;
-}
-
-std::span<const std::byte> bytes_of(const std::string& s) {
-  return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
-}
-
-std::uint64_t addr(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
 
 // Drives `net` the way the core's progress thread does: progress, arm, and
 // sleep on the descriptor. Returns the number of sleeps, or -1 on timeout.
@@ -85,80 +79,24 @@ int sleep_until(Network& net, Pred pred, int& spins, double seconds = 60.0) {
   return sleeps;
 }
 
-template <class Pred>
-bool progress_until(Network& net, Pred pred, double seconds = 60.0) {
-  auto end = Clock::now() + std::chrono::duration<double>(seconds);
-  while (!pred()) {
-    net.progress();
-    if (Clock::now() > end) return false;
-  }
-  return true;
+testing::Transport verbs_loopback(VerbsOptions options = {}) {
+  return {"verbs", [options](int rank, int size) { return make_verbs_network(rank, size, options); }, false,
+          [] { return device_present() ? std::string() : std::string(kNoDevice); }};
 }
 
-class VerbsSelf : public ::testing::Test {
+class VerbsSelf : public testing::SingleTransportTest {
  protected:
-  void SetUp() override {
-    REQUIRE_DEVICE();
-    net = make_verbs_network(0, 1);
-    std::vector<std::vector<std::byte>> addrs{net->local_address()};
-    ASSERT_FALSE(addrs[0].empty());
-    net->set_peer_addresses(std::move(addrs));
-  }
-
-  void TearDown() override {
-    if (!net) return;
-    for (RemoteKey k : keys) net->release_remote_key(k);
-    for (MemoryHandle h : handles) net->deregister_memory(h);
-    net.reset();
-  }
-
-  MemoryHandle reg(void* buf, std::size_t len) {
-    MemoryHandle h = net->register_memory(buf, len);
-    EXPECT_TRUE(h);
-    handles.push_back(h);
-    return h;
-  }
-
-  // Registers `buf` and returns a remote key for it as seen from peer 0.
-  RemoteKey expose(void* buf, std::size_t len) {
-    MemoryHandle h = reg(buf, len);
-    RemoteKey k = net->unpack_remote_key(0, net->pack_remote_key(h));
-    EXPECT_TRUE(k);
-    keys.push_back(k);
-    return k;
-  }
-
-  template <class Pred>
-  bool until(Pred pred, double seconds = 60.0) {
-    return progress_until(*net, pred, seconds);
-  }
-
-  void wait(Completion& c) {
-    ASSERT_TRUE(until([&] { return c.done(); })) << "completion never finished";
-    EXPECT_EQ(c.error.load(), 0) << net->error_string(c.error.load());
-  }
-
-  // Puts complete locally; a flush makes sure the data is in place.
-  void wait_remote(Completion& c) {
-    wait(c);
-    Completion f;
-    net->flush(0, f);
-    wait(f);
-  }
-
-  std::unique_ptr<Network> net;
-  std::vector<MemoryHandle> handles;
-  std::vector<RemoteKey> keys;
+  testing::Transport transport() const override { return verbs_loopback(); }
 };
 
 TEST_F(VerbsSelf, Capabilities) {
   const Capabilities& c = net->capabilities();
   EXPECT_EQ(c.name, "verbs");
-  EXPECT_GE(c.max_sge, 1u);
   EXPECT_EQ(c.max_message, 8192u - 16u);
   EXPECT_GE(c.max_outstanding_reads, 1u);
   EXPECT_FALSE(c.atomics_coherent_with_cpu);
   EXPECT_TRUE(c.native_notify);
+  EXPECT_TRUE(c.needs_local_registration);
   std::printf("[ info     ] max_sge=%zu max_inline=%zu max_message=%zu max_outstanding_reads=%zu\n",
               c.max_sge, c.max_inline, c.max_message, c.max_outstanding_reads);
 }
@@ -187,154 +125,11 @@ TEST_F(VerbsSelf, ConnectsOnFirstUseOnly) {
   EXPECT_EQ(st.queued_operations, 0u);
 }
 
-TEST_F(VerbsSelf, RegisterPackUnpackAndUnknownHandles) {
+
+TEST_F(VerbsSelf, MalformedKeysRejected) {
   std::vector<std::byte> buf(4096);
-  MemoryHandle h = net->register_memory(buf.data(), buf.size());
-  ASSERT_TRUE(h);
-  auto packed = net->pack_remote_key(h);
-  RemoteKey k = net->unpack_remote_key(0, packed);
-  ASSERT_TRUE(k);
-  net->release_remote_key(k);
-  net->deregister_memory(h);
-
-  char c = 0;
-  MemoryHandle a = net->register_memory(&c, 0);
-  MemoryHandle b = net->register_memory(&c, 0);
-  ASSERT_TRUE(a);
-  ASSERT_TRUE(b);
-  net->deregister_memory(a);
-  net->deregister_memory(b);
-
-  int x;
-  EXPECT_THROW(net->deregister_memory(MemoryHandle{&x}), std::logic_error);
-  EXPECT_THROW(net->release_remote_key(RemoteKey{&x}), std::logic_error);
-  EXPECT_THROW(net->unpack_remote_key(0, std::span<const std::byte>(packed).first(5)),
-               std::invalid_argument);
-}
-
-TEST_F(VerbsSelf, PutInlineSize) {
-  const std::size_t n = std::max<std::size_t>(1, std::min<std::size_t>(
-                                                     net->capabilities().max_inline, 200));
-  std::vector<std::byte> dst(1024, std::byte{0});
-  RemoteKey k = expose(dst.data(), dst.size());
-  auto src = pattern(n, 1);
-  LocalSegment s{src.data(), src.size()};
-  Completion c;
-  net->put(0, {&s, 1}, addr(dst.data()) + 5, k, c);
-  // Inline data is copied at post time: the source may change right away.
-  auto keep = src;
-  wait(c);
-  std::fill(src.begin(), src.end(), std::byte{0xee});
-  Completion f;
-  net->flush(0, f);
-  wait(f);
-  EXPECT_EQ(std::memcmp(dst.data() + 5, keep.data(), n), 0);
-  EXPECT_EQ(dst[4], std::byte{0});
-  EXPECT_EQ(dst[5 + n], std::byte{0});
-}
-
-TEST_F(VerbsSelf, PutBounceRegisteredAndLarge) {
-  const std::size_t big = (3u << 20) / 2 + 4093;  // 1.5 MiB and odd
-  std::vector<std::byte> dst(big + 16384, std::byte{0});
-  RemoteKey k = expose(dst.data(), dst.size());
-
-  // Small, unregistered: through a bounce buffer.
-  auto small = pattern(3000, 2);
-  LocalSegment s1{small.data(), small.size()};
-  // Large, unregistered: registered for this operation only.
-  auto large = pattern(big, 3);
-  LocalSegment s2{large.data(), large.size()};
-  // Registered source: zero copy.
-  auto regd = pattern(6000, 4);
-  reg(regd.data(), regd.size());
-  LocalSegment s3{regd.data() + 1000, 5000};
-
-  Completion c;
-  net->put(0, {&s1, 1}, addr(dst.data()), k, c);
-  net->put(0, {&s2, 1}, addr(dst.data()) + 4000, k, c);
-  net->put(0, {&s3, 1}, addr(dst.data()) + 4000 + big, k, c);
-  wait_remote(c);
-  EXPECT_EQ(std::memcmp(dst.data(), small.data(), small.size()), 0);
-  EXPECT_EQ(dst[3000], std::byte{0});
-  EXPECT_EQ(std::memcmp(dst.data() + 4000, large.data(), big), 0);
-  EXPECT_EQ(std::memcmp(dst.data() + 4000 + big, regd.data() + 1000, 5000), 0);
-  EXPECT_EQ(dst[4000 + big + 5000], std::byte{0});
-}
-
-TEST_F(VerbsSelf, PutGather) {
-  std::vector<std::byte> dst(1 << 21, std::byte{0});
-  RemoteKey k = expose(dst.data(), dst.size());
-  auto check = [&](std::span<const LocalSegment> segs, std::size_t offset) {
-    Completion c;
-    net->put(0, segs, addr(dst.data()) + offset, k, c);
-    wait_remote(c);
-    std::size_t at = offset;
-    for (const LocalSegment& s : segs) {
-      EXPECT_EQ(std::memcmp(dst.data() + at, s.address, s.length), 0) << "segment at " << at;
-      at += s.length;
-    }
-    EXPECT_EQ(dst[at], std::byte{0});
-    std::fill(dst.begin(), dst.end(), std::byte{0});
-  };
-  // Tiny pieces (inline), a bounce-sized mix with an empty segment, and a
-  // large mix of registered and unregistered pieces.
-  auto a = pattern(17, 5), b = pattern(3, 6), d = pattern(900, 7), e = pattern(40000, 8);
-  auto f = pattern(700000, 9), g = pattern(300000, 10);
-  reg(f.data(), f.size());
-  LocalSegment tiny[3] = {{a.data(), a.size()}, {b.data(), b.size()}, {a.data(), 5}};
-  check(tiny, 8);
-  LocalSegment mid[4] = {{a.data(), a.size()}, {b.data(), 0}, {d.data(), d.size()},
-                         {b.data(), b.size()}};
-  check(mid, 1);
-  LocalSegment mix[4] = {{e.data(), e.size()}, {f.data(), f.size()}, {g.data(), g.size()},
-                         {a.data(), a.size()}};
-  check(mix, 64);
-  // More segments than one work request takes.
-  std::vector<std::vector<std::byte>> parts;
-  std::vector<LocalSegment> many;
-  for (unsigned i = 0; i < 70; ++i) parts.push_back(pattern(1000 + 37 * i, 20 + i));
-  for (auto& p : parts) many.push_back({p.data(), p.size()});
-  ASSERT_GT(many.size(), net->capabilities().max_sge);
-  check(many, 3);
-}
-
-TEST_F(VerbsSelf, GetScatter) {
-  auto remote = pattern(3 << 20, 11);
-  RemoteKey k = expose(remote.data(), remote.size());
-  auto check = [&](std::vector<std::vector<std::byte>>& bufs, std::size_t offset) {
-    std::vector<LocalSegment> segs;
-    for (auto& b : bufs) segs.push_back({b.data(), b.size()});
-    Completion c;
-    net->get(0, segs, addr(remote.data()) + offset, k, c);
-    wait(c);
-    std::size_t at = offset;
-    for (auto& b : bufs) {
-      if (b.empty()) continue;
-      EXPECT_EQ(std::memcmp(b.data(), remote.data() + at, b.size()), 0) << "segment at " << at;
-      at += b.size();
-    }
-  };
-  std::vector<std::vector<std::byte>> small = {std::vector<std::byte>(100),
-                                               std::vector<std::byte>(1),
-                                               std::vector<std::byte>(2000)};
-  check(small, 33);  // through a bounce buffer, copied out on completion
-  std::vector<std::vector<std::byte>> large = {std::vector<std::byte>(5000),
-                                               std::vector<std::byte>(0),
-                                               std::vector<std::byte>(1 << 20),
-                                               std::vector<std::byte>(77)};
-  check(large, 4096 + 3);
-  std::vector<std::vector<std::byte>> many;
-  for (unsigned i = 0; i < 50; ++i) many.push_back(std::vector<std::byte>(500 + i));
-  check(many, 12345);
-
-  // Into registered memory: zero copy.
-  std::vector<std::byte> into(2 << 20);
-  reg(into.data(), into.size());
-  LocalSegment s{into.data() + 8, (2 << 20) - 16};
-  Completion c;
-  net->get(0, {&s, 1}, addr(remote.data()) + 1, k, c);
-  wait(c);
-  EXPECT_EQ(std::memcmp(into.data() + 8, remote.data() + 1, s.length), 0);
+  auto packed = net->pack_remote_key(reg_target(buf.data(), buf.size()));
+  EXPECT_THROW(net->unpack_remote_key(0, std::span<const std::byte>(packed).first(5)), std::invalid_argument);
 }
 
 TEST_F(VerbsSelf, SplitsByMessageSizeAndSge) {
@@ -373,292 +168,34 @@ TEST_F(VerbsSelf, SplitsByMessageSizeAndSge) {
   EXPECT_EQ(std::memcmp(joined.data(), dst.data() + 10, joined.size()), 0);
 }
 
-TEST_F(VerbsSelf, FetchAdd) {
-  alignas(8) std::uint64_t target[2] = {40, 7};
-  RemoteKey k = expose(target, sizeof target);
-  std::uint64_t old = 0;
-  Completion c;
-  net->fetch_add(0, addr(&target[0]), k, 2, &old, c);
-  wait(c);
-  EXPECT_EQ(old, 40u);
-  EXPECT_EQ(target[0], 42u);
-  EXPECT_EQ(target[1], 7u);
-  net->fetch_add(0, addr(&target[1]), k, 1000, &old, c);
-  wait(c);
-  EXPECT_EQ(old, 7u);
-  EXPECT_EQ(target[1], 1007u);
-  // Wider than 32 bits, and wrapping.
-  target[0] = 0xfffffffffffffff0ull;
-  net->fetch_add(0, addr(&target[0]), k, 0x20, &old, c);
-  wait(c);
-  EXPECT_EQ(old, 0xfffffffffffffff0ull);
-  EXPECT_EQ(target[0], 0x10u);
-}
 
-TEST_F(VerbsSelf, CompareSwap) {
-  alignas(8) std::uint64_t target = 5;
-  RemoteKey k = expose(&target, sizeof target);
-  std::uint64_t old = 0;
-  Completion c;
-  net->compare_swap(0, addr(&target), k, 5, 0x123456789abcdefull, &old, c);
-  wait(c);
-  EXPECT_EQ(old, 5u);
-  EXPECT_EQ(target, 0x123456789abcdefull);
-
-  old = 0;
-  net->compare_swap(0, addr(&target), k, 7, 11, &old, c);  // fails: value unchanged
-  wait(c);
-  EXPECT_EQ(old, 0x123456789abcdefull);
-  EXPECT_EQ(target, 0x123456789abcdefull);
-}
-
-TEST_F(VerbsSelf, ManyAtomicsAndReadsQueue) {
-  // Far more than max_rd_atomic reads/atomics at once: they queue.
-  alignas(8) std::uint64_t counter = 0;
-  RemoteKey k = expose(&counter, sizeof counter);
-  auto remote = pattern(4096, 40);
-  RemoteKey rk = expose(remote.data(), remote.size());
-  constexpr int kN = 600;
-  std::vector<std::uint64_t> olds(kN, ~0ull);
-  std::vector<std::uint64_t> gets(kN, 0);
-  Completion c;
-  for (int i = 0; i < kN; ++i) {
-    net->fetch_add(0, addr(&counter), k, 1, &olds[static_cast<std::size_t>(i)], c);
-    LocalSegment s{&gets[static_cast<std::size_t>(i)], 8};
-    net->get(0, {&s, 1}, addr(remote.data()) + 8 * (static_cast<std::size_t>(i) % 512), rk, c);
-  }
-  wait(c);
-  EXPECT_EQ(counter, static_cast<std::uint64_t>(kN));
-  std::sort(olds.begin(), olds.end());
-  for (int i = 0; i < kN; ++i) ASSERT_EQ(olds[static_cast<std::size_t>(i)], static_cast<std::uint64_t>(i));
-  for (int i = 0; i < kN; ++i) {
-    ASSERT_EQ(std::memcmp(&gets[static_cast<std::size_t>(i)],
-                          remote.data() + 8 * (static_cast<std::size_t>(i) % 512), 8), 0);
-  }
-}
-
-TEST_F(VerbsSelf, PutNotify) {
-  std::vector<std::byte> dst(1 << 20, std::byte{0});
-  RemoteKey k = expose(dst.data(), dst.size());
-  auto src = pattern(1000, 6);
-  const std::uint64_t before = net->notifications_received();
-  LocalSegment segs[2] = {{src.data(), 400}, {src.data() + 400, 600}};
-  Completion c;
-  net->put_notify(0, segs, addr(dst.data()), k, 77, c);
-  wait(c);
-  ASSERT_TRUE(until([&] { return net->notifications_received() == before + 1; }));
-  EXPECT_EQ(std::memcmp(dst.data(), src.data(), src.size()), 0);
-  for (int i = 0; i < 100; ++i) net->progress();
-  EXPECT_EQ(net->notifications_received(), before + 1);
-
-  // Large: the data is in place once the counter moves.
-  auto big = pattern(dst.size() - 64, 7);
-  LocalSegment b{big.data(), big.size()};
-  net->put_notify(0, {&b, 1}, addr(dst.data()) + 64, k, 78, c);
-  ASSERT_TRUE(until([&] { return net->notifications_received() == before + 2; }));
-  EXPECT_EQ(std::memcmp(dst.data() + 64, big.data(), big.size()), 0);
-  wait(c);
-
-  // Zero bytes still notify.
-  net->put_notify(0, {}, addr(dst.data()), k, 79, c);
-  wait(c);
-  ASSERT_TRUE(until([&] { return net->notifications_received() == before + 3; }));
-}
-
-struct Received {
-  int count = 0;
-  int source = -1;
-  std::vector<std::byte> header, payload;
-};
-
-TEST_F(VerbsSelf, MessagesExactBytes) {
-  auto roundtrip = [&](std::size_t payload_size, const std::string& hdr, std::uint8_t id) {
-    Received got;
-    net->set_message_handler(id, [&](int src, std::span<const std::byte> h,
-                                     std::span<const std::byte> p) {
-      ++got.count;
-      got.source = src;
-      got.header.assign(h.begin(), h.end());
-      got.payload.assign(p.begin(), p.end());
-    });
-    auto payload = pattern(payload_size, static_cast<unsigned>(payload_size));
-    Completion c;
-    net->send_message(0, id, bytes_of(hdr), payload, c);
-    wait(c);
-    ASSERT_TRUE(until([&] { return got.count == 1; })) << "handler never ran";
-    EXPECT_EQ(got.source, 0);
-    ASSERT_EQ(got.header.size(), hdr.size());
-    EXPECT_TRUE(std::equal(got.header.begin(), got.header.end(), bytes_of(hdr).begin()));
-    ASSERT_EQ(got.payload.size(), payload.size());
-    EXPECT_TRUE(got.payload == payload);
-    for (int i = 0; i < 50; ++i) net->progress();
-    EXPECT_EQ(got.count, 1);
-    net->set_message_handler(id, nullptr);
-  };
+TEST_F(VerbsSelf, MessagesBeyondTheLimitRefused) {
   const std::size_t max = net->capabilities().max_message;
-  roundtrip(16, "header-bytes", 3);
-  roundtrip(0, "", 0);
-  roundtrip(3000, std::string(40, 'h'), 255);
-  roundtrip(max - 24, std::string(24, 'm'), 7);  // exactly the maximum
-  roundtrip(max, "", 8);
-
   Completion c;
   std::vector<std::byte> too_big(max + 1);
   EXPECT_THROW(net->send_message(0, 1, {}, too_big, c), std::length_error);
-  EXPECT_THROW(net->send_message(0, 1, bytes_of("x"), std::span(too_big).first(max), c),
-               std::length_error);
+  EXPECT_THROW(net->send_message(0, 1, bytes_of("x"), std::span(too_big).first(max), c), std::length_error);
   EXPECT_TRUE(c.done());
 }
 
-TEST_F(VerbsSelf, ManyMessagesBeyondBuffers) {
-  // More than the posted receives and the registered send buffers.
-  int count = 0;
-  std::uint64_t sum = 0;
-  net->set_message_handler(9, [&](int, std::span<const std::byte> h,
-                                  std::span<const std::byte> p) {
-    ++count;
-    std::uint32_t v;
-    std::memcpy(&v, h.data(), sizeof v);
-    sum += v + p.size();
-    EXPECT_EQ(p[p.size() - 1], std::byte(v & 0xff));
-  });
-  constexpr unsigned kN = 700;
-  std::vector<std::uint32_t> hdrs(kN);
-  std::iota(hdrs.begin(), hdrs.end(), 1u);
+TEST_F(VerbsSelf, PutsBeyondTheSendQueueWait) {
+  // The contract suite checks the data; here, that they queued and drained.
+  std::vector<std::uint64_t> dst(5000, 0), src(5000, 1);
+  RemoteKey k = expose(dst.data(), dst.size() * 8);
   Completion c;
-  for (auto& h : hdrs) {
-    auto payload = pattern(4000 + h % 7, 1);
-    payload.back() = std::byte(h & 0xff);
-    net->send_message(0, 9, {reinterpret_cast<const std::byte*>(&h), sizeof h}, payload, c);
-  }
-  wait(c);
-  ASSERT_TRUE(until([&] { return count == static_cast<int>(kN); }));
-  std::uint64_t expect = 0;
-  for (auto h : hdrs) expect += h + 4000 + h % 7;
-  EXPECT_EQ(sum, expect);
-}
-
-TEST_F(VerbsSelf, HandlerMayReplyAndThrow) {
-  // A handler that sends (as the core's acks do), then one that throws.
-  int replies = 0;
-  net->set_message_handler(2, [&](int, auto, auto) { ++replies; });
-  Completion static_acks;
-  net->set_message_handler(1, [&](int src, std::span<const std::byte> h, auto) {
-    net->send_message(src, 2, h, {}, static_acks);
-  });
-  Completion c;
-  std::uint64_t token = 99;
-  net->send_message(0, 1, {reinterpret_cast<const std::byte*>(&token), 8}, {}, c);
-  ASSERT_TRUE(until([&] { return replies == 1 && c.done() && static_acks.done(); }));
-
-  net->set_message_handler(4, [](int, auto, auto) { throw std::runtime_error("boom"); });
-  net->send_message(0, 4, {}, {}, c);
-  bool thrown = false;
-  auto end = Clock::now() + std::chrono::seconds(60);
-  while (!thrown && Clock::now() < end) {
-    try {
-      net->progress();
-    } catch (const std::runtime_error& e) {
-      thrown = std::string(e.what()) == "boom";
-    }
-  }
-  EXPECT_TRUE(thrown);
-  wait(c);
-  // The receive buffer went back: messages still flow.
-  net->send_message(0, 1, {reinterpret_cast<const std::byte*>(&token), 8}, {}, c);
-  ASSERT_TRUE(until([&] { return replies == 2; }));
-}
-
-TEST_F(VerbsSelf, Order) {
-  std::vector<std::byte> dst(64 * 1024, std::byte{0});
-  RemoteKey k = expose(dst.data(), dst.size());
-  auto first = pattern(dst.size(), 10), second = pattern(dst.size(), 11);
-  LocalSegment s1{first.data(), first.size()}, s2{second.data(), second.size()};
-  Completion c;
-  net->put(0, {&s1, 1}, addr(dst.data()), k, c);
-  net->order(0);
-  net->put(0, {&s2, 1}, addr(dst.data()), k, c);
-  wait_remote(c);
-  EXPECT_TRUE(dst == second);
-
-  // A get, then (ordered) a put over the same bytes: the get sees the old data.
-  std::vector<std::byte> seen(dst.size());
-  LocalSegment g{seen.data(), seen.size()};
-  net->get(0, {&g, 1}, addr(dst.data()), k, c);
-  net->order(0);
-  net->put(0, {&s1, 1}, addr(dst.data()), k, c);
-  wait_remote(c);
-  EXPECT_TRUE(seen == second);
-  EXPECT_TRUE(dst == first);
-
-  // An atomic, then (ordered) a put of the same word.
-  alignas(8) std::uint64_t word = 1;
-  RemoteKey wk = expose(&word, 8);
-  std::uint64_t old = 0, three = 3;
-  LocalSegment w{&three, 8};
-  net->fetch_add(0, addr(&word), wk, 10, &old, c);
-  net->order(0);
-  net->put(0, {&w, 1}, addr(&word), wk, c);
-  wait_remote(c);
-  EXPECT_EQ(old, 1u);
-  EXPECT_EQ(word, 3u);
-}
-
-TEST_F(VerbsSelf, FlushPeerAndAll) {
-  Completion idle;
-  net->flush(0, idle);
-  net->flush_all(idle);
-  EXPECT_TRUE(idle.done());
-
-  std::vector<std::byte> dst(1 << 20, std::byte{0});
-  RemoteKey k = expose(dst.data(), dst.size());
-  auto src = pattern(dst.size(), 12);
-  LocalSegment s{src.data(), src.size()};
-  Completion puts, fl;
-  net->put(0, {&s, 1}, addr(dst.data()), k, puts);
-  net->flush(0, fl);
-  wait(fl);
-  EXPECT_TRUE(puts.done());  // flush completes after what came before it
-  EXPECT_TRUE(dst == src);
-
-  auto src2 = pattern(dst.size(), 13);
-  LocalSegment s2{src2.data(), src2.size()};
-  Completion puts2, all;
-  net->put(0, {&s2, 1}, addr(dst.data()), k, puts2);
-  net->flush_all(all);
-  wait(all);
-  EXPECT_TRUE(puts2.done());
-  EXPECT_TRUE(dst == src2);
-}
-
-TEST_F(VerbsSelf, ThousandsOfOutstandingPuts) {
-  // Far beyond the send queue, the CQ budget and the bounce buffers, issued
-  // without progress in between: everything queues and drains.
-  constexpr std::size_t kSmall = 5000, kMid = 1500, kMidSize = 1000;
-  std::vector<std::byte> dst(kSmall * 8 + kMid * kMidSize, std::byte{0});
-  RemoteKey k = expose(dst.data(), dst.size());
-  std::vector<std::uint64_t> small(kSmall);
-  for (std::size_t i = 0; i < kSmall; ++i) small[i] = i * 2654435761u + 1;
-  auto mid = pattern(kMid * kMidSize, 14);
-  Completion c;
-  for (std::size_t i = 0; i < kSmall; ++i) {
-    LocalSegment s{&small[i], 8};
-    net->put(0, {&s, 1}, addr(dst.data()) + 8 * i, k, c);
-  }
-  for (std::size_t i = 0; i < kMid; ++i) {
-    LocalSegment s{mid.data() + i * kMidSize, kMidSize};
-    net->put(0, {&s, 1}, addr(dst.data()) + kSmall * 8 + i * kMidSize, k, c);
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    LocalSegment s{&src[i], 8};
+    net->put(0, {&s, 1}, addr(&dst[i]), k, c);
   }
   EXPECT_GT(verbs_stats(*net).queued_operations, 0u);
   wait_remote(c);
-  EXPECT_EQ(std::memcmp(dst.data(), small.data(), kSmall * 8), 0);
-  EXPECT_EQ(std::memcmp(dst.data() + kSmall * 8, mid.data(), mid.size()), 0);
+  EXPECT_TRUE(dst == src);
   EXPECT_EQ(verbs_stats(*net).queued_operations, 0u);
 }
 
 TEST_F(VerbsSelf, WorkCompletionErrorsNameThePeer) {
   std::vector<std::byte> buf(4096);
-  MemoryHandle h = reg(buf.data(), buf.size());
+  MemoryHandle h = reg_target(buf.data(), buf.size());
   auto packed = net->pack_remote_key(h);
   // A key the target never issued.
   std::uint32_t rkey;
@@ -727,48 +264,13 @@ TEST_F(VerbsSelf, Wakeup) {
   EXPECT_EQ(::poll(&p, 1, 0), 0);
 }
 
-TEST_F(VerbsSelf, TeardownReleasesLeftovers) {
-  std::vector<std::byte> buf(1 << 20);
-  MemoryHandle h = net->register_memory(buf.data(), buf.size());
-  RemoteKey k = net->unpack_remote_key(0, net->pack_remote_key(h));
-  auto src = pattern(buf.size(), 15);
-  LocalSegment s{src.data(), src.size()};
-  Completion c;
-  net->put(0, {&s, 1}, addr(buf.data()), k, c);
-  wait_remote(c);
-  // Left in flight on purpose: the destructor must cope.
-  net->put(0, {&s, 1}, addr(buf.data()), k, c);
-  net.reset();
-}
-
 // ---------------------------------------------------------------------------
 // more than one peer in one process
 
-TEST(VerbsPeers, ArgumentsChecked) {
+TEST(VerbsPeers, MalformedAddressesRejected) {
   REQUIRE_DEVICE();
-  EXPECT_THROW(make_verbs_network(2, 2), std::invalid_argument);
   auto net = make_verbs_network(0, 2);
-  EXPECT_THROW(net->set_peer_addresses({net->local_address()}), std::invalid_argument);
-  EXPECT_THROW(net->set_peer_addresses({net->local_address(), std::vector<std::byte>(5)}),
-               std::invalid_argument);
-  net->set_peer_addresses({net->local_address(), {}});
-  std::vector<std::byte> buf(64);
-  MemoryHandle h = net->register_memory(buf.data(), buf.size());
-  auto packed = net->pack_remote_key(h);
-  try {
-    net->unpack_remote_key(1, packed);
-    FAIL() << "expected std::logic_error";
-  } catch (const std::logic_error& e) {
-    EXPECT_NE(std::string(e.what()).find("peer 1"), std::string::npos) << e.what();
-  }
-  RemoteKey k = net->unpack_remote_key(0, packed);
-  LocalSegment s{buf.data(), 8};
-  Completion c;
-  EXPECT_THROW(net->put(1, {&s, 1}, addr(buf.data()), k, c), std::logic_error);
-  EXPECT_THROW(net->put(2, {&s, 1}, addr(buf.data()), k, c), std::logic_error);
-  EXPECT_TRUE(c.done());
-  net->release_remote_key(k);
-  net->deregister_memory(h);
+  EXPECT_THROW(net->set_peer_addresses({net->local_address(), std::vector<std::byte>(5)}), std::invalid_argument);
 }
 
 TEST(VerbsPeers, UnansweredHandshakeFailsWithoutHanging) {
