@@ -50,6 +50,7 @@ struct Settings {
   ProtocolChoice strided = ProtocolChoice::automatic;  // ARMCI_STRIDED_PROTOCOL
   std::size_t strided_buffered_max = 2048;           // ARMCI_STRIDED_BUFFERED_MAX: piece size
   std::size_t strided_host_max = 16 * 1024;          // ARMCI_STRIDED_HOST_MAX: piece size
+  long win_sync_timeout_s = 60;                      // ARMCI_WIN_SYNC_TIMEOUT: PSCW waits (0: none)
   platform::NetworkOptions network_options;          // ARMCI_VERBS_*, ARMCI_UCX_ERR_MODE
 
   // Parses the environment; a malformed value is an error naming the variable.

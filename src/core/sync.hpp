@@ -92,7 +92,6 @@ class Sync {
   // for at the same time.
   static constexpr int kLockSlots = 128;
 
- private:
   // A 64-bit word at some rank: through this process's mapping (local) or
   // through the network (key).
   struct Word {
@@ -101,6 +100,17 @@ class Sync {
     platform::RemoteKey key{};
     std::byte* local = nullptr;
   };
+  // The word at `offset` of proc's part of an allocation outside the region
+  // table (Sync's own, mutex tails, windows' control blocks).
+  Word word_at(const Allocation& allocation, int proc, std::size_t offset) const;
+  // Atomics on 64-bit words, by the job's mechanism (windows' locks use them).
+  std::uint64_t fetch_add64(const char* call, const Word& w, std::uint64_t value);
+  std::uint64_t compare_swap64(const char* call, const Word& w, std::uint64_t expected,
+                               std::uint64_t desired);
+  // A plain 64-bit store into a word only this rank writes at the moment.
+  void store64(const char* call, const Word& w, std::uint64_t value);
+
+ private:
   struct LockNode {  // one queue-lock node: written by other ranks
     std::uint64_t granted_wait;  // 1 while waiting, 0 once the predecessor hands over
     std::uint64_t next;          // the successor's id, 0 while none
@@ -111,20 +121,13 @@ class Sync {
     int slot;
   };
 
-  Word word_at(const Allocation& allocation, int proc, std::size_t offset) const;
   Word user_word(const char* call, int proc, void* prem, std::size_t width);
 
-  // Atomics on 64-bit words, by the job's mechanism.
-  std::uint64_t fetch_add64(const char* call, const Word& w, std::uint64_t value);
-  std::uint64_t compare_swap64(const char* call, const Word& w, std::uint64_t expected,
-                               std::uint64_t desired);
   std::uint64_t swap64(const char* call, const Word& w, std::uint64_t value);
   // 32-bit lane of the aligned word that holds it (network: a compare-and-
   // swap loop on the whole word); `add` or replace.
   std::uint32_t update32(const char* call, const Word& lane, bool add, std::uint32_t value);
 
-  // A plain 64-bit store into a word only this rank writes at the moment.
-  void store64(const char* call, const Word& w, std::uint64_t value);
   std::uint64_t load_own(std::size_t offset) const;
 
   std::uint64_t guess(const Word& w) const;
