@@ -226,8 +226,10 @@ void Window::lock(const char* call, int type, int rank, int assert) {
   if (held != WinLock::none || lock_all_)
     fail(call, "argument 'rank' (%d): this rank holds a lock on that target already (%s)", rank,
          lock_all_ ? "ARMCI_Win_lock_all" : lock_name(held));
-  if (fence_open_ || !access_group_.empty())
-    fail(call, "argument 'win': an active-target epoch (fence or start) is open; close it first");
+  // A fence epoch that no operation used may be followed by a lock (MPI
+  // programs fence at creation); an open PSCW access epoch may not.
+  if (!access_group_.empty())
+    fail(call, "argument 'win': a PSCW access epoch (ARMCI_Win_start) is open; complete it first");
   const bool exclusive = type == kLockExclusive;
   if (!(assert & kNoCheck)) acquire(call, rank, exclusive);
   held = assert & kNoCheck ? WinLock::nocheck : exclusive ? WinLock::exclusive : WinLock::shared;
@@ -249,8 +251,8 @@ void Window::lock_all(const char* call, int assert) {
   if (lock_all_ || locks_held_ > 0)
     fail(call, "argument 'win': this rank holds a lock on the window already (%s)",
          lock_all_ ? "ARMCI_Win_lock_all" : "ARMCI_Win_lock");
-  if (fence_open_ || !access_group_.empty())
-    fail(call, "argument 'win': an active-target epoch (fence or start) is open; close it first");
+  if (!access_group_.empty())
+    fail(call, "argument 'win': a PSCW access epoch (ARMCI_Win_start) is open; complete it first");
   if (!(assert & kNoCheck))
     for (int r = 0; r < size(); ++r) acquire(call, r, false);
   lock_all_ = true;
@@ -280,27 +282,24 @@ void Window::flush_all(const char* call) {
 
 // ------------------------------------------------------------------ active target
 
-void Window::barrier() {
-  if (group_.size() == parts_.peers.size())
-    parts_.world_barrier();
-  else
-    parts_.collectives.barrier(group_.team());
-}
-
 void Window::fence(const char* call, int assert) {
   if (locks_held_ > 0 || lock_all_)
     fail(call, "argument 'win': a passive-target epoch (ARMCI_Win_lock) is open; unlock first");
   if (!access_group_.empty() || posted_)
     fail(call, "argument 'win': a PSCW epoch (ARMCI_Win_start or _post) is open; close it first");
-  if (!(assert & kNoPrecede)) {
-    // This rank's operations complete at their targets before anyone leaves
-    // the barrier and reads its window.
+  const bool precede = !(assert & kNoPrecede);
+  // This rank's operations complete at their targets before anyone leaves
+  // the barrier and reads its window.
+  if (precede)
     for (int r = 0; r < size(); ++r) parts_.completions.wait(call, parts_.completions.implicit(world(r)));
-    parts_.completions.all_fence();
+  if (group_.size() == parts_.peers.size() && !((assert & kNoPrecede) && (assert & kNoSucceed))) {
+    parts_.world_barrier();  // completes every write itself
+  } else {
+    if (precede) parts_.completions.all_fence();
+    // NOPRECEDE and NOSUCCEED together: nothing before and nothing after, so
+    // no other rank can be affected by when this one passes.
+    if (!((assert & kNoPrecede) && (assert & kNoSucceed))) parts_.collectives.barrier(group_.team());
   }
-  // NOPRECEDE and NOSUCCEED together: nothing before and nothing after, so
-  // no other rank can be affected by when this one passes.
-  if (!((assert & kNoPrecede) && (assert & kNoSucceed))) barrier();
   fence_open_ = !(assert & kNoSucceed);
 }
 

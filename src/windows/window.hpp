@@ -103,7 +103,6 @@ class Window {
   // The target address of [disp, disp + extent) at rank, checked.
   std::uintptr_t target_address(const char* call, int rank, std::size_t disp, std::size_t extent) const;
   void finish_ops(const char* call, int rank);  // local and remote completion of this rank's ops to rank
-  void barrier();
   void acquire(const char* call, int rank, bool exclusive);
   void release(const char* call, int rank, WinLock held);
   std::uint64_t own_word(std::size_t offset) const;

@@ -8,8 +8,9 @@
  *  - fence: puts and accs to neighbours, all in place after the fence;
  *  - PSCW ring: post to the left, start to the right, several rounds;
  *  - a window over a subgroup (reversed ranks: group ranks are translated)
- *    and over the even ranks, two windows locked at once, strided
- *    puts/gets/accs, ARMCI_Win_create over ARMCI_Malloc memory. */
+ *    and over the even ranks (locks and a fence over the subgroup), two
+ *    windows locked at once, strided puts/gets/accs, ARMCI_Win_create over
+ *    ARMCI_Malloc memory. */
 #include "mp_common.h"
 
 #include <string.h>
@@ -232,6 +233,13 @@ static void subgroup_and_two_windows(void) {
         MP_CHECK_INT(in ? v : 0, a[r * LD + c]);
         MP_CHECK_INT(in ? 2 * v : 0, b[r * LD + c]);
       }
+    /* A fence over the subgroup: each even rank puts its window rank into
+     * slot 0 of its right neighbour's first window. */
+    int mine = me;
+    MP_CHECK_INT(0, ARMCI_Win_fence(0, wa));
+    MP_CHECK_INT(0, ARMCI_Win_put(&mine, sizeof mine, target, 0, wa));
+    MP_CHECK_INT(0, ARMCI_Win_fence(ARMCI_WIN_MODE_NOSUCCEED, wa));
+    MP_CHECK_INT(source, a[0]);
     MP_CHECK_INT(0, ARMCI_Win_free(&wb));
     MP_CHECK_INT(0, ARMCI_Free_group(b, &even_group));
     MP_CHECK_INT(0, ARMCI_Win_free(&wa));
