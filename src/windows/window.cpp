@@ -91,6 +91,7 @@ Window::Window(const char* call, WindowParts parts, const Group& group, void* ba
     fail(call, "allocating the window's control block failed: %s", e.what());
   }
   locks_.assign(static_cast<std::size_t>(n), WinLock::none);
+  issued_.assign(static_cast<std::size_t>(n), 0);
   started_.assign(static_cast<std::size_t>(n), 0);
   starts_.assign(static_cast<std::size_t>(n), 0);
   completes_.assign(static_cast<std::size_t>(n), 0);
@@ -159,6 +160,7 @@ void Window::contiguous(const char* call, Op op, const AccArgs* acc, const void*
   void* local_ptr = const_cast<void*>(local);
   platform::Completion& done = parts_.completions.implicit(proc);
   const Call c{call, op, Mode::nonblocking, proc, acc, done, nullptr};
+  note_issued(rank);
   if (op == Op::get)
     parts_.transfers.contiguous(c, remote_ptr, local_ptr, bytes);
   else
@@ -187,6 +189,7 @@ void Window::strided(const char* call, Op op, const AccArgs* acc, void* local, c
   auto* remote_ptr = reinterpret_cast<void*>(remote);
   platform::Completion& done = parts_.completions.implicit(proc);
   const Call c{call, op, Mode::nonblocking, proc, acc, done, nullptr};
+  note_issued(rank);
   if (get)
     parts_.transfers.strided(c, remote_ptr, remote_stride, local, local_stride, count, levels);
   else
@@ -195,9 +198,20 @@ void Window::strided(const char* call, Op op, const AccArgs* acc, void* local, c
 }
 
 void Window::finish_ops(const char* call, int rank) {
+  if (!issued_[static_cast<std::size_t>(rank)]) return;
   const int proc = world(rank);
   parts_.completions.wait(call, parts_.completions.implicit(proc));
   parts_.completions.fence(proc);
+  issued_[static_cast<std::size_t>(rank)] = 0;
+}
+
+void Window::finish_all_ops(const char* call) {
+  if (!any_issued_) return;
+  for (int r = 0; r < size(); ++r)
+    if (issued_[static_cast<std::size_t>(r)]) parts_.completions.wait(call, parts_.completions.implicit(world(r)));
+  parts_.completions.all_fence();
+  issued_.assign(issued_.size(), 0);
+  any_issued_ = false;
 }
 
 // ------------------------------------------------------------------ passive target
@@ -261,8 +275,7 @@ void Window::lock_all(const char* call, int assert) {
 
 void Window::unlock_all(const char* call) {
   if (!lock_all_) fail(call, "argument 'win': this rank holds no ARMCI_Win_lock_all on the window");
-  parts_.completions.wait_all();
-  parts_.completions.all_fence();
+  finish_all_ops(call);
   for (int r = 0; r < size(); ++r) release(call, r, lock_all_nocheck_ ? WinLock::nocheck : WinLock::shared);
   lock_all_ = false;
 }
@@ -276,8 +289,7 @@ void Window::flush(const char* call, int rank) {
 void Window::flush_all(const char* call) {
   if (locks_held_ == 0 && !lock_all_)
     fail(call, "argument 'win': no passive-target epoch (ARMCI_Win_lock or _lock_all) is open");
-  parts_.completions.wait_all();
-  parts_.completions.all_fence();
+  finish_all_ops(call);
 }
 
 // ------------------------------------------------------------------ active target
@@ -287,18 +299,17 @@ void Window::fence(const char* call, int assert) {
     fail(call, "argument 'win': a passive-target epoch (ARMCI_Win_lock) is open; unlock first");
   if (!access_group_.empty() || posted_)
     fail(call, "argument 'win': a PSCW epoch (ARMCI_Win_start or _post) is open; close it first");
-  const bool precede = !(assert & kNoPrecede);
   // This rank's operations complete at their targets before anyone leaves
   // the barrier and reads its window.
-  if (precede)
-    for (int r = 0; r < size(); ++r) parts_.completions.wait(call, parts_.completions.implicit(world(r)));
-  if (group_.size() == parts_.peers.size() && !((assert & kNoPrecede) && (assert & kNoSucceed))) {
-    parts_.world_barrier();  // completes every write itself
-  } else {
-    if (precede) parts_.completions.all_fence();
-    // NOPRECEDE and NOSUCCEED together: nothing before and nothing after, so
-    // no other rank can be affected by when this one passes.
-    if (!((assert & kNoPrecede) && (assert & kNoSucceed))) parts_.collectives.barrier(group_.team());
+  if (!(assert & kNoPrecede)) finish_all_ops(call);
+  // NOPRECEDE and NOSUCCEED together: nothing before and nothing after, so
+  // no other rank can be affected by when this one passes.
+  const bool nothing_around = (assert & kNoPrecede) && (assert & kNoSucceed);
+  if (!nothing_around) {
+    if (group_.size() == parts_.peers.size())
+      parts_.world_barrier();
+    else
+      parts_.collectives.barrier(group_.team());
   }
   fence_open_ = !(assert & kNoSucceed);
 }

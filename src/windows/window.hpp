@@ -103,6 +103,11 @@ class Window {
   // The target address of [disp, disp + extent) at rank, checked.
   std::uintptr_t target_address(const char* call, int rank, std::size_t disp, std::size_t extent) const;
   void finish_ops(const char* call, int rank);  // local and remote completion of this rank's ops to rank
+  void finish_all_ops(const char* call);
+  void note_issued(int rank) {
+    issued_[static_cast<std::size_t>(rank)] = 1;
+    any_issued_ = true;
+  }
   void acquire(const char* call, int rank, bool exclusive);
   void release(const char* call, int rank, WinLock held);
   std::uint64_t own_word(std::size_t offset) const;
@@ -128,6 +133,10 @@ class Window {
 
   // Epochs of this rank as an origin.
   std::vector<WinLock> locks_;  // per target
+  // Per target: operations issued since they were last completed (an epoch
+  // that issued none closes without a network flush).
+  std::vector<std::uint8_t> issued_;
+  bool any_issued_ = false;
   int locks_held_ = 0;
   bool lock_all_ = false;
   bool lock_all_nocheck_ = false;
