@@ -40,10 +40,10 @@ exec "$vm" bash -c "
   for p in \$pids; do wait \$p || status=1; done
   for r in 0 1 2; do echo \"VerbsPair rank \$r:\"; cat \$pair_dir/out.\$r; done
   MP_MODES='verbs' MP_NPS='2 3' MP_MPI_NPS='2' MP_TIMEOUT=300 ./tests/mp/run-mp-tests.sh || status=1
-  MP_MODES='verbs-buffered' MP_NPS='2' MP_TESTS='mp_basic mp_nonblocking mp_random mp_strided mp_aggregate' \
+  MP_MODES='verbs-buffered' MP_NPS='2' MP_TESTS='mp_basic mp_nonblocking mp_random mp_strided mp_aggregate mp_windows' \
     MP_TIMEOUT=300 ./tests/mp/run-mp-tests.sh || status=1
   MP_MODES='verbs-host' MP_NPS='2 3' MP_TESTS='mp_strided' MP_TIMEOUT=300 ./tests/mp/run-mp-tests.sh || status=1
-  MP_MODES='verbs-mixed' MP_NPS='3' MP_MPI_NPS='3' MP_TESTS='mp_basic mp_acc mp_nonblocking mp_random mp_rmw mp_with_mpi' \
+  MP_MODES='verbs-mixed' MP_NPS='3' MP_MPI_NPS='3' MP_TESTS='mp_basic mp_acc mp_nonblocking mp_random mp_rmw mp_windows mp_with_mpi' \
     MP_TIMEOUT=300 ./tests/mp/run-mp-tests.sh || status=1
   exit \$status
 "

@@ -125,6 +125,7 @@ const Entry kEntries[] = {
        return std::to_string(s.offload_min) + " (software verbs device: " + std::to_string(s.offload_min_software) + ")";
      }},
     number<FIELD(max_pending), 1>("ARMCI_MAX_PENDING"),
+    number<FIELD(win_sync_timeout_s), 0>("ARMCI_WIN_SYNC_TIMEOUT"),
     number<FIELD(aggregate_bytes), 1024>("ARMCI_AGGREGATE_BYTES"),
     number<FIELD(aggregate_piece_max), 0>("ARMCI_AGGREGATE_PIECE_MAX"),
     {"ARMCI_STRIDED_PROTOCOL",

@@ -98,8 +98,20 @@ class Sync : private protocols::NetworkWords {
   // Which protocol serves each word operation (the info output prints it).
   const protocols::AtomicTable& atomics() const { return atomics_; }
 
- private:
+  // A 64-bit word at some rank: through this process's mapping (local) or
+  // through the network (key).
   using Word = protocols::Word;
+  // The word at `offset` of proc's part of an allocation outside the region
+  // table (Sync's own, mutex tails, windows' control blocks).
+  Word word_at(const Allocation& allocation, int proc, std::size_t offset) const;
+  // Atomics on 64-bit words, by the protocol the table chose (windows' locks use them).
+  std::uint64_t fetch_add64(const char* call, const Word& w, std::uint64_t value);
+  std::uint64_t compare_swap64(const char* call, const Word& w, std::uint64_t expected,
+                               std::uint64_t desired);
+  // A plain 64-bit store into a word only this rank writes at the moment.
+  void store64(const char* call, const Word& w, std::uint64_t value);
+
+ private:
   struct LockNode {  // one queue-lock node: written by other ranks
     std::uint64_t granted_wait;  // 1 while waiting, 0 once the predecessor hands over
     std::uint64_t next;          // the successor's id, 0 while none
@@ -110,13 +122,8 @@ class Sync : private protocols::NetworkWords {
     int slot;
   };
 
-  Word word_at(const Allocation& allocation, int proc, std::size_t offset) const;
   Word user_word(const char* call, int proc, void* prem, std::size_t width);
 
-  // Atomics on 64-bit words, by the protocol the table chose.
-  std::uint64_t fetch_add64(const char* call, const Word& w, std::uint64_t value);
-  std::uint64_t compare_swap64(const char* call, const Word& w, std::uint64_t expected,
-                               std::uint64_t desired);
   std::uint64_t swap64(const char* call, const Word& w, std::uint64_t value);
   // 32-bit lane of the aligned word that holds it; `add` or replace.
   std::uint32_t update32(const char* call, const Word& lane, bool add, std::uint32_t value);
@@ -126,8 +133,6 @@ class Sync : private protocols::NetworkWords {
   std::uint64_t network_compare_swap(const char* call, const Word& w, std::uint64_t expected,
                                      std::uint64_t desired) override;
 
-  // A plain 64-bit store into a word only this rank writes at the moment.
-  void store64(const char* call, const Word& w, std::uint64_t value);
   std::uint64_t load_own(std::size_t offset) const;
 
   std::uint64_t guess(const Word& w) const override;

@@ -19,14 +19,23 @@
  * grouprank (ARMCI_Absolute_id of a rank outside the group), groupfreed
  * (ARMCI_Group_size of a freed group), msgop (armci_msg_dgop with op
  * "sqrt"), msgtype (armci_msg_gop_scope with type 9).
+ * Windows (over rank 1's watched region, ARMCI_Win_create): winepoch
+ * (ARMCI_Win_put outside any epoch), winunlock (ARMCI_Win_unlock without
+ * a lock), winrank (ARMCI_Win_lock of a rank outside the window's group),
+ * windisp (ARMCI_Win_put under a lock that runs past the target's window),
+ * winpscw (ARMCI_Win_start towards rank 1, which never posts: mismatched
+ * PSCW groups, reported after ARMCI_WIN_SYNC_TIMEOUT, set to 2 s here).
  */
 #include "mp_common.h"
+
+#include "armci_win.h"
 
 enum { REGION = 4096, WATCH_SECONDS = 5 };
 
 static const char *cases[] = {"range", "negsize", "outside", "straddle", "null", "uninit", "badtype", "badhandle",
                               "badop", "misaligned", "mutexrange", "notheld", "createtwice", "stridelevels",
-                              "negstride", "vecneg", "grouprank", "groupfreed", "msgop", "msgtype"};
+                              "negstride", "vecneg", "grouprank", "groupfreed", "msgop", "msgtype",
+                              "winepoch", "winunlock", "winrank", "windisp", "winpscw"};
 
 /* The rank before ARMCI_Init, from the launcher's environment. */
 static int launcher_rank(void) {
@@ -57,7 +66,8 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) known |= strcmp(argv[1], cases[i]) == 0;
   if (!known) {
     fprintf(stderr, "usage: %s range|negsize|outside|straddle|null|uninit|badtype|badhandle|badop|misaligned|"
-                    "mutexrange|notheld|createtwice|stridelevels|negstride|vecneg|grouprank|groupfreed|msgop|msgtype\n", argv[0]);
+                    "mutexrange|notheld|createtwice|stridelevels|negstride|vecneg|grouprank|groupfreed|msgop|msgtype|"
+                    "winepoch|winunlock|winrank|windisp|winpscw\n", argv[0]);
     return 2;
   }
   const char *c = argv[1];
@@ -70,6 +80,8 @@ int main(int argc, char **argv) {
     return 0;
   }
 
+  const int win_case = strncmp(c, "win", 3) == 0;
+  if (win_case) setenv("ARMCI_WIN_SYNC_TIMEOUT", "2", 1);
   mp_init(&argc, &argv);
   int me = mp_me, np = mp_np;
   MP_CHECK(np >= 2, "needs at least 2 processes, has %d", np);
@@ -84,6 +96,9 @@ int main(int argc, char **argv) {
   int pair[2] = {0, 1};
   ARMCI_Group_create(2, pair, &group);
   if (strcmp(c, "groupfreed") == 0) ARMCI_Group_free(&group);
+  /* Collective: a window over every rank's watched region. */
+  ARMCI_Win win = NULL;
+  if (win_case) MP_CHECK_INT(0, ARMCI_Win_create(base[me], REGION, 1, NULL, &win));
   ARMCI_Barrier();
 
   if (me == 0) {
@@ -143,6 +158,20 @@ int main(int argc, char **argv) {
     } else if (strcmp(c, "msgtype") == 0) {
       double x = 1;
       armci_msg_gop_scope(SCOPE_ALL, &x, 1, "+", 9);
+    } else if (strcmp(c, "winepoch") == 0) {
+      ARMCI_Win_put(src, 8, 1, 0, win);
+    } else if (strcmp(c, "winunlock") == 0) {
+      ARMCI_Win_unlock(1, win);
+    } else if (strcmp(c, "winrank") == 0) {
+      ARMCI_Win_lock(ARMCI_WIN_LOCK_EXCLUSIVE, np, 0, win);
+    } else if (strcmp(c, "windisp") == 0) {
+      ARMCI_Win_lock(ARMCI_WIN_LOCK_EXCLUSIVE, 1, 0, win);
+      ARMCI_Win_put(src, 8, 1, REGION - 4, win);
+    } else if (strcmp(c, "winpscw") == 0) {
+      ARMCI_Group one;
+      int target = 1;
+      ARMCI_Group_create(1, &target, &one);
+      ARMCI_Win_start(&one, 0, win);
     }
     /* The error may be detected only once the operation completes. */
     ARMCI_Fence(1);

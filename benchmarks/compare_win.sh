@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs benchmarks/win_bench (ARMCI_Win_* beside Open MPI's MPI_Win_* in one
+# run) at np 2 and np 4, over shared memory (ARMCI_SHM=1) and through the
+# network layer (ARMCI_SHM=0, every rank its own node: UCX), and prints the
+# medians side by side with MPI's time over ours (>1: ours faster).
+#
+# usage: benchmarks/compare_win.sh [BUILD_DIR] [win_bench options...]
+# environment:
+#   NPS             process counts (default "2 4")
+#   MPIRUN, MPIRUN_FLAGS  launcher (default: mpirun --allow-run-as-root --oversubscribe)
+#   RESULTS_DIR     CSVs and logs (default BUILD_DIR/bench-results)
+#   NO_MAKE=1       do not run make first
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
+bench_init compare_win "$@"
+bench_make win_bench
+b=$build_dir/benchmarks
+labels=()
+for np in ${NPS:-2 4}; do
+  bench_run "win.shm.np$np" "$b/win_bench" "ARMCI_SHM=1" ${bench_args[@]+"${bench_args[@]}"}
+  bench_run "win.ucx.np$np" "$b/win_bench" "ARMCI_SHM=0 ARMCI_VNODE_SIZE=1 ARMCI_NETWORK=ucx" \
+    ${bench_args[@]+"${bench_args[@]}"}
+  labels+=("shm.np$np" "ucx.np$np")
+done
+
+python3 - "$results" "${labels[@]}" <<'PY'
+import csv, sys
+res, labels = sys.argv[1], sys.argv[2:]
+print("\n== win_bench: median microseconds per epoch at rank 0 (q1-q3); mpi/armci > 1: ours faster")
+print(f"{'run':<9} {'op':<18} {'armci us':>9} {'(q1-q3)':<17} {'mpi us':>9} {'(q1-q3)':<17} {'mpi/armci':>9}")
+for l in labels:
+    with open(f"{res}/win.{l}.csv", newline="") as f:
+        for r in csv.DictReader(f):
+            a = f"({float(r['armci_q1_us']):.3f}-{float(r['armci_q3_us']):.3f})"
+            m = f"({float(r['mpi_q1_us']):.3f}-{float(r['mpi_q3_us']):.3f})"
+            print(f"{l:<9} {r['op']:<18} {float(r['armci_us']):>9.3f} {a:<17} {float(r['mpi_us']):>9.3f} {m:<17} "
+                  f"{float(r['mpi_over_armci']):>9.2f}")
+PY

@@ -1,0 +1,257 @@
+/*
+ * win_bench: ARMCI_Win_* (include/armci_win.h) beside Open MPI's MPI_Win_*
+ * (windows from MPI_Win_allocate), the same logic on the same processes in
+ * one run. Every rank works on its right neighbour at once (no two ranks
+ * lock the same target), so at np > cores the figures include the
+ * oversubscription, as the issue's reference does:
+ *   lock_put_unlock_x   lock exclusive + 8 B put + unlock
+ *   lock_put_unlock_s   the same with a shared lock
+ *   lock_unlock         exclusive lock and unlock, nothing inside
+ *   fence_empty         one fence, no operation
+ *   fence_put           an 8 B put to the right neighbour + one fence
+ *   pscw_ring           post(left) start(right) put complete wait
+ * Samples of the two alternate (which goes first alternates too); each is a
+ * calibrated number of back-to-back epochs between two MPI_Barriers, timed
+ * on rank 0. Each cell is checked once before timing: the value written
+ * must be in the neighbour's window.
+ *
+ * libarmci only (ARMCI-MPI has no windows API). Options: see --help.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <mpi.h>
+
+#include "armci_win.h"
+#include "harness.h"
+
+enum op { OP_LPU_X, OP_LPU_S, OP_LU, OP_FENCE_EMPTY, OP_FENCE_PUT, OP_PSCW, NOPS };
+static const char *op_names[NOPS] = {"lock_put_unlock_x", "lock_put_unlock_s", "lock_unlock",
+                                     "fence_empty",       "fence_put",         "pscw_ring"};
+enum impl { IMPL_ARMCI, IMPL_MPI, NIMPLS };
+
+static int reps = 9, warmup = 1;
+static double sample_s = 0.02;
+static const char *csv_path;
+static int np, left, right;
+
+static ARMCI_Win awin;
+static long *abase;
+static ARMCI_Group agroups[2]; /* {left}, {right} */
+static MPI_Win mwin;
+static long *mbase;
+static MPI_Group mgroups[2];
+
+struct cell {
+  enum op op;
+  long iters;
+  double samples[NIMPLS][BENCH_MAX_REPS];
+};
+static struct cell cells[NOPS];
+
+static void armci_epoch(enum op op, long value) {
+  switch (op) {
+    case OP_LPU_X:
+    case OP_LPU_S:
+      ARMCI_Win_lock(op == OP_LPU_X ? ARMCI_WIN_LOCK_EXCLUSIVE : ARMCI_WIN_LOCK_SHARED, right, 0, awin);
+      ARMCI_Win_put(&value, sizeof value, right, 0, awin);
+      ARMCI_Win_unlock(right, awin);
+      break;
+    case OP_LU:
+      ARMCI_Win_lock(ARMCI_WIN_LOCK_EXCLUSIVE, right, 0, awin);
+      ARMCI_Win_unlock(right, awin);
+      break;
+    case OP_FENCE_EMPTY: ARMCI_Win_fence(0, awin); break;
+    case OP_FENCE_PUT:
+      ARMCI_Win_put(&value, sizeof value, right, 0, awin);
+      ARMCI_Win_fence(0, awin);
+      break;
+    case OP_PSCW:
+      ARMCI_Win_post(&agroups[0], 0, awin);
+      ARMCI_Win_start(&agroups[1], 0, awin);
+      ARMCI_Win_put(&value, sizeof value, right, 0, awin);
+      ARMCI_Win_complete(awin);
+      ARMCI_Win_wait(awin);
+      break;
+    default: break;
+  }
+}
+
+static void mpi_epoch(enum op op, long value) {
+  switch (op) {
+    case OP_LPU_X:
+    case OP_LPU_S:
+      MPI_Win_lock(op == OP_LPU_X ? MPI_LOCK_EXCLUSIVE : MPI_LOCK_SHARED, right, 0, mwin);
+      MPI_Put(&value, 1, MPI_LONG, right, 0, 1, MPI_LONG, mwin);
+      MPI_Win_unlock(right, mwin);
+      break;
+    case OP_LU:
+      MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, mwin);
+      MPI_Win_unlock(right, mwin);
+      break;
+    case OP_FENCE_EMPTY: MPI_Win_fence(0, mwin); break;
+    case OP_FENCE_PUT:
+      MPI_Put(&value, 1, MPI_LONG, right, 0, 1, MPI_LONG, mwin);
+      MPI_Win_fence(0, mwin);
+      break;
+    case OP_PSCW:
+      MPI_Win_post(mgroups[0], 0, mwin);
+      MPI_Win_start(mgroups[1], 0, mwin);
+      MPI_Put(&value, 1, MPI_LONG, right, 0, 1, MPI_LONG, mwin);
+      MPI_Win_complete(mwin);
+      MPI_Win_wait(mwin);
+      break;
+    default: break;
+  }
+}
+
+/* Fence cells run inside an open fence epoch; the others outside one. */
+static void open_epochs(enum op op, int open) {
+  const int fence = op == OP_FENCE_EMPTY || op == OP_FENCE_PUT;
+  if (!fence) return;
+  ARMCI_Win_fence(open ? 0 : ARMCI_WIN_MODE_NOSUCCEED, awin);
+  MPI_Win_fence(open ? 0 : MPI_MODE_NOSUCCEED, mwin);
+}
+
+static double timed(const struct cell *c, enum impl impl, long iters) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = now();
+  for (long i = 0; i < iters; i++) {
+    if (impl == IMPL_ARMCI)
+      armci_epoch(c->op, i);
+    else
+      mpi_epoch(c->op, i);
+  }
+  double t = now() - t0;
+  MPI_Bcast(&t, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  return t;
+}
+
+static double run_both(void *ctx, long n) {
+  const struct cell *c = ctx;
+  double a = timed(c, IMPL_ARMCI, n), b = timed(c, IMPL_MPI, n);
+  return a > b ? a : b;
+}
+
+/* One epoch writing a known value; after a barrier the value must be in
+ * this rank's window (written by the left neighbour). */
+static void check_cell(const struct cell *c) {
+  if (c->op == OP_LU || c->op == OP_FENCE_EMPTY) return;
+  const long value = 1000003L * (c->op + 1) + left;
+  MPI_Barrier(MPI_COMM_WORLD);
+  armci_epoch(c->op, 1000003L * (c->op + 1) + me);
+  mpi_epoch(c->op, 1000003L * (c->op + 1) + me);
+  if (c->op == OP_FENCE_PUT) {
+    ARMCI_Win_fence(0, awin);
+    MPI_Win_fence(0, mwin);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  long got_mpi;
+  if (c->op == OP_FENCE_PUT) {
+    got_mpi = *mbase; /* the fence made the window's memory current */
+  } else {
+    MPI_Win_lock(MPI_LOCK_SHARED, me, 0, mwin); /* passive target: read inside an epoch */
+    got_mpi = *mbase;
+    MPI_Win_unlock(me, mwin);
+  }
+  if (*abase != value) die("%s (armci): rank %d's window holds %ld, expected %ld", op_names[c->op], me, *abase, value);
+  if (got_mpi != value) die("%s (mpi): rank %d's window holds %ld, expected %ld", op_names[c->op], me, got_mpi, value);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+static void pass_fn(void *ctx, int pass) {
+  (void)ctx;
+  for (int k = 0; k < NOPS; k++) {
+    struct cell *c = &cells[k];
+    open_epochs(c->op, 1);
+    if (pass == 0) {
+      check_cell(c);
+      struct bench_calibration cal = {sample_s, 0.25, 1, 1, 1, 1L << 22};
+      c->iters = bench_calibrate(&cal, run_both, c) / 2;
+      if (c->iters < 1) c->iters = 1;
+    } else {
+      for (int j = 0; j < NIMPLS; j++) {
+        const enum impl impl = (enum impl)((j + pass) % NIMPLS);
+        c->samples[impl][pass - 1] = timed(c, impl, c->iters) / (double)c->iters;
+      }
+    }
+    open_epochs(c->op, 0);
+  }
+}
+
+static const struct bench_col cols[] = {
+    {"op", "op", COL_STR, -18, 0, 0},
+    {"armci us", "armci_us", COL_DOUBLE, 9, 3, 4},
+    {"(q1-q3)", NULL, COL_STR, -16, 0, 0},
+    {"mpi us", "mpi_us", COL_DOUBLE, 9, 3, 4},
+    {"(q1-q3)", NULL, COL_STR, -16, 0, 0},
+    {"mpi/armci", "mpi_over_armci", COL_DOUBLE, 10, 2, 3},
+    {NULL, "armci_q1_us", COL_DOUBLE, 0, 0, 4},
+    {NULL, "armci_q3_us", COL_DOUBLE, 0, 0, 4},
+    {NULL, "mpi_q1_us", COL_DOUBLE, 0, 0, 4},
+    {NULL, "mpi_q3_us", COL_DOUBLE, 0, 0, 4},
+};
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  bench_start(&argc, &argv, "win_bench");
+  const struct bench_opt opts[] = {
+      BENCH_OPT_REPS('r', &reps, NULL),
+      BENCH_OPT_SAMPLE_MS('t', &sample_s, NULL),
+      BENCH_OPT_WARMUP(&warmup),
+      BENCH_OPT_CSV('c', &csv_path),
+      BENCH_OPT_END,
+  };
+  bench_parse(argc, argv, opts,
+              "ARMCI_Win_* against MPI_Win_* (MPI_Win_allocate), alternating samples in one run;\n"
+              "time per epoch at rank 0 (median, quartiles), MPI over ours.");
+  bench_need_procs(2);
+  MPI_Comm_size(MPI_COMM_WORLD, &np);
+  left = (me + np - 1) % np;
+  right = (me + 1) % np;
+
+  BENCH_CHECK(ARMCI_Win_allocate(64, 1, NULL, (void **)&abase, &awin), "ARMCI_Win_allocate");
+  MPI_Win_allocate(64, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mbase, &mwin);
+  *abase = -1;
+  *mbase = -1;
+  /* Every one-rank group on every rank, in the same order. */
+  for (int r = 0; r < np; r++) {
+    ARMCI_Group g;
+    ARMCI_Group_create(1, &r, &g);
+    if (r == left) agroups[0] = g;
+    if (r == right) agroups[1] = g;
+    if (r != left && r != right) ARMCI_Group_free(&g);
+  }
+  MPI_Group world;
+  MPI_Comm_group(MPI_COMM_WORLD, &world);
+  MPI_Group_incl(world, 1, &left, &mgroups[0]);
+  MPI_Group_incl(world, 1, &right, &mgroups[1]);
+  for (int k = 0; k < NOPS; k++) cells[k].op = (enum op)k;
+
+  const struct bench_table table = BENCH_TABLE(cols);
+  if (me == 0) {
+    bench_csv_open(csv_path, &table, reps);
+    print_settings(stdout);
+  }
+  struct bench_run run;
+  bench_run_begin(&run);
+  bench_passes(reps, warmup, pass_fn, NULL);
+  if (me == 0) {
+    bench_run_print(&run, NULL);
+    bench_table_header(&table);
+    for (int k = 0; k < NOPS; k++) {
+      const struct cell *c = &cells[k];
+      struct bench_stats a = bench_stats(c->samples[IMPL_ARMCI], reps), m = bench_stats(c->samples[IMPL_MPI], reps);
+      char qa[48], qm[48];
+      snprintf(qa, sizeof qa, "(%.3f-%.3f)", 1e6 * a.q1, 1e6 * a.q3);
+      snprintf(qm, sizeof qm, "(%.3f-%.3f)", 1e6 * m.q1, 1e6 * m.q3);
+      bench_row(&table, op_names[c->op], 1e6 * a.median, qa, 1e6 * m.median, qm, m.median / a.median, 1e6 * a.q1,
+                1e6 * a.q3, 1e6 * m.q1, 1e6 * m.q3);
+    }
+    bench_csv_finish();
+  }
+  BENCH_CHECK(ARMCI_Win_free(&awin), "ARMCI_Win_free");
+  MPI_Win_free(&mwin);
+  bench_end();
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,311 @@
+// Windows (include/armci_win.h): argument checks, then the windows core
+// (src/windows/window.hpp). An ARMCI_Win is the core's Window; the live ones
+// are kept here so a freed or made-up handle is an error, not a crash.
+#include "include/armci_win.h"
+
+#include <complex>
+#include <set>
+
+#include "src/api/api.hpp"
+#include "src/api/groups.hpp"
+#include "src/windows/window.hpp"
+
+using namespace armci::api;
+using armci::fail;
+using armci::Op;
+
+struct armci_win_s : armci::Window {
+  using armci::Window::Window;
+};
+
+namespace {
+
+std::set<const armci_win_s*> live_windows;
+
+constexpr int kAllAsserts = ARMCI_WIN_MODE_NOCHECK | ARMCI_WIN_MODE_NOSTORE | ARMCI_WIN_MODE_NOPUT |
+                            ARMCI_WIN_MODE_NOPRECEDE | ARMCI_WIN_MODE_NOSUCCEED;
+
+armci_win_s& window_of(const char* call, ARMCI_Win win) {
+  if (win == nullptr) fail(call, "argument 'win' is NULL");
+  if (live_windows.count(win) == 0)
+    fail(call, "argument 'win' (%p) is not a live window (freed, or never made by ARMCI_Win_allocate/create)",
+         static_cast<void*>(win));
+  return *win;
+}
+
+void check_rank(const char* call, const armci_win_s& w, int rank) {
+  if (rank < 0 || rank >= w.size()) [[unlikely]]
+    fail(call, "argument 'rank' (%d) is out of range [0, %d) of the window's group", rank, w.size());
+}
+
+void check_assert(const char* call, int assert) {
+  if (assert & ~kAllAsserts)
+    fail(call, "argument 'assert' (%d) has bits that are no ARMCI_WIN_MODE_* assert", assert);
+}
+
+// The window's group, or the world for NULL.
+armci::Group& window_group(const char* call, armci::Runtime& r, ARMCI_Group* group) {
+  return group == nullptr ? r.groups().world() : member_group_of(call, "group", group);
+}
+
+armci::WindowParts parts_of(armci::Runtime& r) {
+  return armci::WindowParts{r.peers(), r.memory(), r.progress(), r.completion(), r.transfers(), r.sync(),
+                            r.groups(), r.collectives(), [&r] { r.barrier(); }, r.settings().win_sync_timeout_s};
+}
+
+int make_window(const char* call, void* base, std::size_t bytes, int disp_unit, ARMCI_Group* group, ARMCI_Win* win,
+                bool allocate) {
+  armci::Runtime& r = runtime(call);
+  if (win == nullptr) fail(call, "argument 'win' is NULL");
+  if (disp_unit <= 0) fail(call, "argument 'disp_unit' (%d) is not positive", disp_unit);
+  if (!allocate && base == nullptr && bytes > 0) fail(call, "argument 'base' is NULL but 'bytes' is %zu", bytes);
+  armci::Group& g = window_group(call, r, group);
+  auto* w = new armci_win_s(call, parts_of(r), g, base, bytes, disp_unit, allocate);
+  live_windows.insert(w);
+  *win = w;
+  return 0;
+}
+
+// The group's members as ranks of the window's group.
+std::vector<int> window_ranks(const char* call, const armci_win_s& w, ARMCI_Group* group) {
+  armci::Group& g = group_of(call, "group", group);
+  std::vector<int> ranks;
+  for (int world_rank : g.members) {
+    const int rank = w.group().rank_of[static_cast<std::size_t>(world_rank)];
+    if (rank < 0)
+      fail(call, "argument 'group': world rank %d is not a member of the window's group", world_rank);
+    ranks.push_back(rank);
+  }
+  return ranks;
+}
+
+// An accumulate: SUM is ARMCI's Acc with scale 1, REPLACE a put.
+struct WinAcc {
+  armci::AccArgs args;
+  Op op;
+};
+
+WinAcc win_acc(const char* call, int type, int op) {
+  if (op < ARMCI_WIN_SUM || op > ARMCI_WIN_REPLACE)
+    fail(call, "argument 'op' (%d) is not an ARMCI_WIN_* operation", op);
+  if (op != ARMCI_WIN_SUM && op != ARMCI_WIN_REPLACE)
+    fail(call, "argument 'op' (%d): only ARMCI_WIN_SUM and ARMCI_WIN_REPLACE are implemented", op);
+  const std::complex<double> one_dcp{1, 0};
+  const std::complex<float> one_cpl{1, 0};
+  const int one_int = 1;
+  const long one_lng = 1;
+  const float one_flt = 1;
+  const double one_dbl = 1;
+  const void* one = type == ARMCI_ACC_INT   ? static_cast<const void*>(&one_int)
+                    : type == ARMCI_ACC_LNG ? static_cast<const void*>(&one_lng)
+                    : type == ARMCI_ACC_FLT ? static_cast<const void*>(&one_flt)
+                    : type == ARMCI_ACC_DBL ? static_cast<const void*>(&one_dbl)
+                    : type == ARMCI_ACC_CPL ? static_cast<const void*>(&one_cpl)
+                                            : static_cast<const void*>(&one_dcp);
+  return WinAcc{acc_args(call, type, one), op == ARMCI_WIN_SUM ? Op::acc : Op::put};
+}
+
+void check_bytes_of(const char* call, const armci::AccArgs& acc, std::size_t bytes) {
+  const std::size_t element = armci::acc_element_size(acc.datatype);
+  if (bytes % element != 0)
+    fail(call, "argument 'bytes' (%zu) is not a whole number of %zu-byte elements", bytes, element);
+}
+
+}  // namespace
+
+ARMCI_API(int, ARMCI_Win_allocate, (size_t bytes, int disp_unit, ARMCI_Group* group, void** base, ARMCI_Win* win)) {
+  if (base == nullptr) fail("ARMCI_Win_allocate", "argument 'base' is NULL");
+  make_window("ARMCI_Win_allocate", nullptr, bytes, disp_unit, group, win, true);
+  *base = (*win)->base();
+  return 0;
+}
+
+ARMCI_API(int, ARMCI_Win_create, (void* base, size_t bytes, int disp_unit, ARMCI_Group* group, ARMCI_Win* win)) {
+  return make_window("ARMCI_Win_create", base, bytes, disp_unit, group, win, false);
+}
+
+ARMCI_API(int, ARMCI_Win_free, (ARMCI_Win * win)) {
+  const char* call = "ARMCI_Win_free";
+  runtime(call);
+  if (win == nullptr) fail(call, "argument 'win' is NULL");
+  armci_win_s& w = window_of(call, *win);
+  w.free(call);
+  live_windows.erase(&w);
+  delete &w;
+  *win = nullptr;
+  return 0;
+}
+
+// ------------------------------------------------------------------ passive target
+
+ARMCI_API(int, ARMCI_Win_lock, (int lock_type, int rank, int assert, ARMCI_Win win)) {
+  const char* call = "ARMCI_Win_lock";
+  runtime(call);
+  armci_win_s& w = window_of(call, win);
+  if (lock_type != ARMCI_WIN_LOCK_SHARED && lock_type != ARMCI_WIN_LOCK_EXCLUSIVE)
+    fail(call, "argument 'lock_type' (%d) is not ARMCI_WIN_LOCK_SHARED or ARMCI_WIN_LOCK_EXCLUSIVE", lock_type);
+  check_rank(call, w, rank);
+  check_assert(call, assert);
+  w.lock(call, lock_type, rank, assert);
+  return 0;
+}
+
+ARMCI_API(int, ARMCI_Win_unlock, (int rank, ARMCI_Win win)) {
+  const char* call = "ARMCI_Win_unlock";
+  runtime(call);
+  armci_win_s& w = window_of(call, win);
+  check_rank(call, w, rank);
+  w.unlock(call, rank);
+  return 0;
+}
+
+ARMCI_API(int, ARMCI_Win_lock_all, (int assert, ARMCI_Win win)) {
+  const char* call = "ARMCI_Win_lock_all";
+  runtime(call);
+  armci_win_s& w = window_of(call, win);
+  check_assert(call, assert);
+  w.lock_all(call, assert);
+  return 0;
+}
+
+ARMCI_API(int, ARMCI_Win_unlock_all, (ARMCI_Win win)) {
+  const char* call = "ARMCI_Win_unlock_all";
+  runtime(call);
+  window_of(call, win).unlock_all(call);
+  return 0;
+}
+
+ARMCI_API(int, ARMCI_Win_flush, (int rank, ARMCI_Win win)) {
+  const char* call = "ARMCI_Win_flush";
+  runtime(call);
+  armci_win_s& w = window_of(call, win);
+  check_rank(call, w, rank);
+  w.flush(call, rank);
+  return 0;
+}
+
+ARMCI_API(int, ARMCI_Win_flush_all, (ARMCI_Win win)) {
+  const char* call = "ARMCI_Win_flush_all";
+  runtime(call);
+  window_of(call, win).flush_all(call);
+  return 0;
+}
+
+// ------------------------------------------------------------------ active target
+
+ARMCI_API(int, ARMCI_Win_fence, (int assert, ARMCI_Win win)) {
+  const char* call = "ARMCI_Win_fence";
+  runtime(call);
+  armci_win_s& w = window_of(call, win);
+  check_assert(call, assert);
+  w.fence(call, assert);
+  return 0;
+}
+
+ARMCI_API(int, ARMCI_Win_post, (ARMCI_Group * group, int assert, ARMCI_Win win)) {
+  const char* call = "ARMCI_Win_post";
+  runtime(call);
+  armci_win_s& w = window_of(call, win);
+  check_assert(call, assert);
+  w.post(call, window_ranks(call, w, group), assert);
+  return 0;
+}
+
+ARMCI_API(int, ARMCI_Win_start, (ARMCI_Group * group, int assert, ARMCI_Win win)) {
+  const char* call = "ARMCI_Win_start";
+  runtime(call);
+  armci_win_s& w = window_of(call, win);
+  check_assert(call, assert);
+  w.start(call, window_ranks(call, w, group), assert);
+  return 0;
+}
+
+ARMCI_API(int, ARMCI_Win_complete, (ARMCI_Win win)) {
+  const char* call = "ARMCI_Win_complete";
+  runtime(call);
+  window_of(call, win).complete(call);
+  return 0;
+}
+
+ARMCI_API(int, ARMCI_Win_wait, (ARMCI_Win win)) {
+  const char* call = "ARMCI_Win_wait";
+  runtime(call);
+  window_of(call, win).wait(call);
+  return 0;
+}
+
+ARMCI_API(int, ARMCI_Win_test, (ARMCI_Win win, int* flag)) {
+  const char* call = "ARMCI_Win_test";
+  runtime(call);
+  armci_win_s& w = window_of(call, win);
+  if (flag == nullptr) fail(call, "argument 'flag' is NULL");
+  *flag = w.test(call) ? 1 : 0;
+  return 0;
+}
+
+// ------------------------------------------------------------------ operations
+
+ARMCI_API(int, ARMCI_Win_put, (const void* src, size_t bytes, int rank, size_t disp, ARMCI_Win win)) {
+  const char* call = "ARMCI_Win_put";
+  runtime(call);
+  armci_win_s& w = window_of(call, win);
+  check_rank(call, w, rank);
+  if (src == nullptr && bytes > 0) fail(call, "argument 'src' is NULL");
+  w.contiguous(call, Op::put, nullptr, src, bytes, rank, disp);
+  return 0;
+}
+
+ARMCI_API(int, ARMCI_Win_get, (void* dst, size_t bytes, int rank, size_t disp, ARMCI_Win win)) {
+  const char* call = "ARMCI_Win_get";
+  runtime(call);
+  armci_win_s& w = window_of(call, win);
+  check_rank(call, w, rank);
+  if (dst == nullptr && bytes > 0) fail(call, "argument 'dst' is NULL");
+  w.contiguous(call, Op::get, nullptr, dst, bytes, rank, disp);
+  return 0;
+}
+
+ARMCI_API(int, ARMCI_Win_acc,
+          (int type, int op, const void* src, size_t bytes, int rank, size_t disp, ARMCI_Win win)) {
+  const char* call = "ARMCI_Win_acc";
+  runtime(call);
+  armci_win_s& w = window_of(call, win);
+  const WinAcc acc = win_acc(call, type, op);
+  check_rank(call, w, rank);
+  if (src == nullptr && bytes > 0) fail(call, "argument 'src' is NULL");
+  check_bytes_of(call, acc.args, bytes);
+  w.contiguous(call, acc.op, acc.op == Op::acc ? &acc.args : nullptr, src, bytes, rank, disp);
+  return 0;
+}
+
+ARMCI_API(int, ARMCI_Win_puts, (void* src_ptr, int src_stride_ar[], int dst_stride_ar[], int count[],
+                                int stride_levels, int rank, size_t disp, ARMCI_Win win)) {
+  const char* call = "ARMCI_Win_puts";
+  runtime(call);
+  armci_win_s& w = window_of(call, win);
+  check_rank(call, w, rank);
+  w.strided(call, Op::put, nullptr, src_ptr, src_stride_ar, dst_stride_ar, count, stride_levels, rank, disp);
+  return 0;
+}
+
+ARMCI_API(int, ARMCI_Win_gets, (void* dst_ptr, int dst_stride_ar[], int src_stride_ar[], int count[],
+                                int stride_levels, int rank, size_t disp, ARMCI_Win win)) {
+  const char* call = "ARMCI_Win_gets";
+  runtime(call);
+  armci_win_s& w = window_of(call, win);
+  check_rank(call, w, rank);
+  w.strided(call, Op::get, nullptr, dst_ptr, dst_stride_ar, src_stride_ar, count, stride_levels, rank, disp);
+  return 0;
+}
+
+ARMCI_API(int, ARMCI_Win_accs, (int type, int op, void* src_ptr, int src_stride_ar[], int dst_stride_ar[],
+                                int count[], int stride_levels, int rank, size_t disp, ARMCI_Win win)) {
+  const char* call = "ARMCI_Win_accs";
+  runtime(call);
+  armci_win_s& w = window_of(call, win);
+  const WinAcc acc = win_acc(call, type, op);
+  check_rank(call, w, rank);
+  w.strided(call, acc.op, acc.op == Op::acc ? &acc.args : nullptr, src_ptr, src_stride_ar, dst_stride_ar, count,
+            stride_levels, rank, disp);
+  return 0;
+}

@@ -1,0 +1,401 @@
+// Windows: see window.hpp for the layout of the control block.
+//
+// Passive target: an exclusive lock is one compare-and-swap 0 -> writer on
+// the target's lock word; a shared lock one fetch-and-add of a reader, backed
+// out again when the writer bit was set. Neither involves the target's CPU
+// with network atomics. Failed attempts back off exponentially (bounded).
+// Operations inside the epoch start at once (nonblocking, the implicit
+// completion of their target); unlock first completes them at the target
+// (wait + the library's fence to it), then releases the word, so the next
+// holder sees everything written under the lock.
+//
+// Active target: fence completes this rank's operations to every member,
+// then a barrier over the group (the simple, deferred design; the counted-
+// notification fence of the issue is not built). PSCW: post stores a count
+// into each origin's `exposed` word, start waits for the counts of its
+// targets, complete finishes its operations and stores a count into each
+// target's `completed` word, wait waits for those of its origins.
+#include "src/windows/window.hpp"
+
+#include <sched.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+
+#include "src/core/completion.hpp"
+#include "src/core/error.hpp"
+#include "src/core/memory.hpp"
+#include "src/core/progress.hpp"
+
+namespace armci {
+
+namespace {
+
+constexpr std::uint64_t kWriter = std::uint64_t{1} << 63;
+
+// Bounded exponential back-off between lock attempts: a short spin first
+// (the holder is usually about to release), yielding once the delay is long
+// (on an oversubscribed node the holder may need this very core).
+class LockBackoff {
+ public:
+  explicit LockBackoff(Progress& progress) : progress_(progress) {}
+  void pause() {
+    progress_.progress();
+    const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(delay_ns_);
+    while (std::chrono::steady_clock::now() < until)
+      if (delay_ns_ >= kYieldFromNs) sched_yield();
+    if (delay_ns_ < kMaxNs) delay_ns_ *= 2;
+  }
+
+ private:
+  static constexpr long kMaxNs = 256 * 1000, kYieldFromNs = 4 * 1000;
+  Progress& progress_;
+  long delay_ns_ = 250;
+};
+
+const char* lock_name(WinLock held) {
+  switch (held) {
+    case WinLock::shared: return "shared";
+    case WinLock::exclusive: return "exclusive";
+    case WinLock::nocheck: return "NOCHECK";
+    default: return "none";
+  }
+}
+
+}  // namespace
+
+Window::Window(const char* call, WindowParts parts, const Group& group, void* base, std::size_t bytes,
+               int disp_unit, bool allocate)
+    : parts_(std::move(parts)), group_(group) {
+  group_.communicator = nullptr;  // the copy never owns the caller's communicator
+  group_.owns_communicator = false;
+  const int n = group_.size();
+  const Memory::Members members = parts_.groups.allocation_members(group_);
+  if (allocate) {
+    auto bases = parts_.memory.allocate(call, bytes, &members);
+    allocated_any_ = true;
+    allocated_ = bases[static_cast<std::size_t>(parts_.peers.rank())];
+    base = allocated_;
+  } else if (bytes > 0) {
+    parts_.memory.check_remote(call, "base", parts_.peers.rank(), base, bytes);
+  }
+  const Target mine{reinterpret_cast<std::uintptr_t>(base), bytes, disp_unit};
+  auto records = parts_.collectives.allgather(
+      group_.team(), std::span(reinterpret_cast<const std::byte*>(&mine), sizeof mine));
+  targets_.resize(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) std::memcpy(&targets_[static_cast<std::size_t>(r)], records[static_cast<std::size_t>(r)].data(), sizeof(Target));
+  try {
+    control_ = parts_.memory.collective_allocate(completed_offset(n), true, &members);
+  } catch (const std::exception& e) {
+    fail(call, "allocating the window's control block failed: %s", e.what());
+  }
+  locks_.assign(static_cast<std::size_t>(n), WinLock::none);
+  issued_.assign(static_cast<std::size_t>(n), 0);
+  started_.assign(static_cast<std::size_t>(n), 0);
+  starts_.assign(static_cast<std::size_t>(n), 0);
+  completes_.assign(static_cast<std::size_t>(n), 0);
+  posts_.assign(static_cast<std::size_t>(n), 0);
+}
+
+Window::~Window() {
+  if (!freed_ && control_) parts_.memory.free_allocation(*control_);
+}
+
+void Window::free(const char* call) {
+  if (locks_held_ > 0 || lock_all_)
+    fail(call, "argument 'win': this rank still holds a lock on the window (unlock it first)");
+  if (!access_group_.empty()) fail(call, "argument 'win': an access epoch (ARMCI_Win_start) is still open");
+  if (posted_) fail(call, "argument 'win': an exposure epoch (ARMCI_Win_post) is still open");
+  parts_.completions.all_fence();
+  const Memory::Members members = parts_.groups.allocation_members(group_);
+  if (allocated_any_) {
+    parts_.memory.release(call, allocated_, &members);  // ends with the members' barrier
+  } else {
+    members.barrier();
+  }
+  parts_.memory.free_allocation(*control_);
+  freed_ = true;
+}
+
+// ------------------------------------------------------------------ words
+
+std::uint64_t Window::own_word(std::size_t offset) const {
+  std::byte* local = control_->local(parts_.peers, parts_.peers.rank()) + offset;
+  return std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(local)).load(std::memory_order_acquire);
+}
+
+Sync::Word Window::word(int rank, std::size_t offset) const {
+  return parts_.sync.word_at(*control_, world(rank), offset);
+}
+
+// ------------------------------------------------------------------ operations
+
+void Window::check_epoch(const char* call, int rank) const {
+  const auto t = static_cast<std::size_t>(rank);
+  if (locks_[t] != WinLock::none || lock_all_ || fence_open_ || started_[t]) [[likely]]
+    return;
+  fail(call, "argument 'rank' (%d): no access epoch to this target is open (call ARMCI_Win_lock, "
+             "ARMCI_Win_lock_all, ARMCI_Win_fence or ARMCI_Win_start first)", rank);
+}
+
+std::uintptr_t Window::target_address(const char* call, int rank, std::size_t disp, std::size_t extent) const {
+  const Target& t = targets_[static_cast<std::size_t>(rank)];
+  std::uint64_t offset = 0, end = 0;
+  if (__builtin_mul_overflow(static_cast<std::uint64_t>(disp), static_cast<std::uint64_t>(t.disp_unit), &offset) ||
+      __builtin_add_overflow(offset, static_cast<std::uint64_t>(extent), &end) || end > t.bytes) [[unlikely]]
+    fail(call, "argument 'disp' (%zu x disp_unit %lld) with %zu bytes runs past the end of rank %d's window "
+               "(%llu bytes)", disp, static_cast<long long>(t.disp_unit), extent, rank,
+         static_cast<unsigned long long>(t.bytes));
+  return t.base + offset;
+}
+
+void Window::contiguous(const char* call, Op op, const AccArgs* acc, const void* local, std::size_t bytes, int rank,
+                        std::size_t disp) {
+  check_epoch(call, rank);
+  const std::uintptr_t remote = target_address(call, rank, disp, bytes);
+  if (bytes == 0) return;
+  const int proc = world(rank);
+  auto* remote_ptr = reinterpret_cast<void*>(remote);
+  void* local_ptr = const_cast<void*>(local);
+  platform::Completion& done = parts_.completions.implicit(proc);
+  const Call c{call, op, Mode::nonblocking, proc, acc, done, nullptr};
+  note_issued(rank);
+  if (op == Op::get)
+    parts_.transfers.contiguous(c, remote_ptr, local_ptr, bytes);
+  else
+    parts_.transfers.contiguous(c, local_ptr, remote_ptr, bytes);
+  parts_.completions.limit_implicit(proc);
+}
+
+void Window::strided(const char* call, Op op, const AccArgs* acc, void* local, const int* local_stride,
+                     const int* remote_stride, const int* count, int levels, int rank, std::size_t disp) {
+  check_epoch(call, rank);
+  const bool get = op == Op::get;
+  strided::Shape shape;
+  // The side written to must not overlap itself: the remote one for put
+  // and acc, the local one for get.
+  const strided::Problem p = get ? strided::check(remote_stride, local_stride, count, levels, shape)
+                                 : strided::check(local_stride, remote_stride, count, levels, shape);
+  if (p) fail(call, "%s", p.message);
+  const auto remote_extent = static_cast<std::size_t>(get ? shape.src_extent : shape.dst_extent);
+  const std::uintptr_t remote = target_address(call, rank, disp, shape.pieces == 0 ? 0 : remote_extent);
+  if (shape.pieces == 0) return;
+  if (local == nullptr) fail(call, "argument '%s' is NULL", get ? "dst_ptr" : "src_ptr");
+  if (acc != nullptr && shape.piece_bytes % static_cast<std::int64_t>(acc_element_size(acc->datatype)) != 0)
+    fail(call, "argument 'count' (count[0] = %lld bytes) is not a whole number of %zu-byte elements",
+         static_cast<long long>(shape.piece_bytes), acc_element_size(acc->datatype));
+  const int proc = world(rank);
+  auto* remote_ptr = reinterpret_cast<void*>(remote);
+  platform::Completion& done = parts_.completions.implicit(proc);
+  const Call c{call, op, Mode::nonblocking, proc, acc, done, nullptr};
+  note_issued(rank);
+  if (get)
+    parts_.transfers.strided(c, remote_ptr, remote_stride, local, local_stride, count, levels);
+  else
+    parts_.transfers.strided(c, local, local_stride, remote_ptr, remote_stride, count, levels);
+  parts_.completions.limit_implicit(proc);
+}
+
+void Window::finish_ops(const char* call, int rank) {
+  if (!issued_[static_cast<std::size_t>(rank)]) return;
+  const int proc = world(rank);
+  parts_.completions.wait(call, parts_.completions.implicit(proc));
+  parts_.completions.fence(proc);
+  issued_[static_cast<std::size_t>(rank)] = 0;
+}
+
+void Window::finish_all_ops(const char* call) {
+  if (!any_issued_) return;
+  for (int r = 0; r < size(); ++r)
+    if (issued_[static_cast<std::size_t>(r)]) parts_.completions.wait(call, parts_.completions.implicit(world(r)));
+  parts_.completions.all_fence();
+  issued_.assign(issued_.size(), 0);
+  any_issued_ = false;
+}
+
+// ------------------------------------------------------------------ passive target
+
+void Window::acquire(const char* call, int rank, bool exclusive) {
+  const Sync::Word w = word(rank, 0);
+  LockBackoff backoff(parts_.progress);
+  if (exclusive) {
+    while (parts_.sync.compare_swap64(call, w, 0, kWriter) != 0) backoff.pause();
+    return;
+  }
+  while (parts_.sync.fetch_add64(call, w, 1) & kWriter) {
+    parts_.sync.fetch_add64(call, w, ~std::uint64_t{0});  // back out: a writer holds it
+    backoff.pause();
+  }
+}
+
+void Window::release(const char* call, int rank, WinLock held) {
+  if (held == WinLock::nocheck) return;
+  // Adding the two's complement: one atomic whatever readers do meanwhile.
+  parts_.sync.fetch_add64(call, word(rank, 0), held == WinLock::exclusive ? kWriter : ~std::uint64_t{0});
+}
+
+void Window::lock(const char* call, int type, int rank, int assert) {
+  WinLock& held = locks_[static_cast<std::size_t>(rank)];
+  if (held != WinLock::none || lock_all_)
+    fail(call, "argument 'rank' (%d): this rank holds a lock on that target already (%s)", rank,
+         lock_all_ ? "ARMCI_Win_lock_all" : lock_name(held));
+  // A fence epoch that no operation used may be followed by a lock (MPI
+  // programs fence at creation); an open PSCW access epoch may not.
+  if (!access_group_.empty())
+    fail(call, "argument 'win': a PSCW access epoch (ARMCI_Win_start) is open; complete it first");
+  const bool exclusive = type == kLockExclusive;
+  if (!(assert & kNoCheck)) acquire(call, rank, exclusive);
+  held = assert & kNoCheck ? WinLock::nocheck : exclusive ? WinLock::exclusive : WinLock::shared;
+  ++locks_held_;
+}
+
+void Window::unlock(const char* call, int rank) {
+  WinLock& held = locks_[static_cast<std::size_t>(rank)];
+  if (held == WinLock::none)
+    fail(call, "argument 'rank' (%d): this rank holds no lock on that target (ARMCI_Win_lock was not called%s)",
+         rank, lock_all_ ? "; use ARMCI_Win_unlock_all after ARMCI_Win_lock_all" : "");
+  finish_ops(call, rank);
+  release(call, rank, held);
+  held = WinLock::none;
+  --locks_held_;
+}
+
+void Window::lock_all(const char* call, int assert) {
+  if (lock_all_ || locks_held_ > 0)
+    fail(call, "argument 'win': this rank holds a lock on the window already (%s)",
+         lock_all_ ? "ARMCI_Win_lock_all" : "ARMCI_Win_lock");
+  if (!access_group_.empty())
+    fail(call, "argument 'win': a PSCW access epoch (ARMCI_Win_start) is open; complete it first");
+  if (!(assert & kNoCheck))
+    for (int r = 0; r < size(); ++r) acquire(call, r, false);
+  lock_all_ = true;
+  lock_all_nocheck_ = (assert & kNoCheck) != 0;
+}
+
+void Window::unlock_all(const char* call) {
+  if (!lock_all_) fail(call, "argument 'win': this rank holds no ARMCI_Win_lock_all on the window");
+  finish_all_ops(call);
+  for (int r = 0; r < size(); ++r) release(call, r, lock_all_nocheck_ ? WinLock::nocheck : WinLock::shared);
+  lock_all_ = false;
+}
+
+void Window::flush(const char* call, int rank) {
+  if (locks_[static_cast<std::size_t>(rank)] == WinLock::none && !lock_all_)
+    fail(call, "argument 'rank' (%d): no passive-target epoch (ARMCI_Win_lock) to this target is open", rank);
+  finish_ops(call, rank);
+}
+
+void Window::flush_all(const char* call) {
+  if (locks_held_ == 0 && !lock_all_)
+    fail(call, "argument 'win': no passive-target epoch (ARMCI_Win_lock or _lock_all) is open");
+  finish_all_ops(call);
+}
+
+// ------------------------------------------------------------------ active target
+
+void Window::fence(const char* call, int assert) {
+  if (locks_held_ > 0 || lock_all_)
+    fail(call, "argument 'win': a passive-target epoch (ARMCI_Win_lock) is open; unlock first");
+  if (!access_group_.empty() || posted_)
+    fail(call, "argument 'win': a PSCW epoch (ARMCI_Win_start or _post) is open; close it first");
+  // This rank's operations complete at their targets before anyone leaves
+  // the barrier and reads its window.
+  if (!(assert & kNoPrecede)) finish_all_ops(call);
+  // NOPRECEDE and NOSUCCEED together: nothing before and nothing after, so
+  // no other rank can be affected by when this one passes.
+  const bool nothing_around = (assert & kNoPrecede) && (assert & kNoSucceed);
+  if (!nothing_around) {
+    if (group_.size() == parts_.peers.size())
+      parts_.world_barrier();
+    else
+      parts_.collectives.barrier(group_.team());
+  }
+  fence_open_ = !(assert & kNoSucceed);
+}
+
+void Window::post(const char* call, const std::vector<int>& origins, int assert) {
+  if (posted_) fail(call, "argument 'win': an exposure epoch is open already (ARMCI_Win_wait it first)");
+  // The application's own stores into the window are in memory before an
+  // origin can write next to them.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  const int me = group_.my_rank;
+  expect_.clear();
+  for (int o : origins) {
+    const std::uint64_t count = ++posts_[static_cast<std::size_t>(o)];
+    expect_.push_back(count);
+    parts_.sync.store64(call, word(o, exposed_offset(me)), count);
+  }
+  exposure_group_ = origins;
+  posted_ = true;
+}
+
+bool Window::counts_reached(const std::vector<int>& ranks, std::size_t (Window::*offset)(int) const,
+                            const std::vector<std::uint64_t>& counts) const {
+  for (std::size_t i = 0; i < ranks.size(); ++i)
+    if (own_word((this->*offset)(ranks[i])) < counts[i]) return false;
+  return true;
+}
+
+void Window::wait_counts(const char* call, const char* what, const std::vector<int>& ranks,
+                         std::size_t (Window::*offset)(int) const, const std::vector<std::uint64_t>& counts) {
+  if (counts_reached(ranks, offset, counts)) return;
+  const auto start = std::chrono::steady_clock::now();
+  const auto limit = std::chrono::duration<double>(parts_.sync_timeout_seconds);
+  bool late = false;
+  parts_.progress.until([&] {
+    if (counts_reached(ranks, offset, counts)) return true;
+    late = parts_.sync_timeout_seconds > 0 && std::chrono::steady_clock::now() - start > limit;
+    return late;
+  });
+  if (!late) return;
+  for (std::size_t i = 0; i < ranks.size(); ++i)
+    if (own_word((this->*offset)(ranks[i])) < counts[i])
+      fail(call, "argument 'group': window rank %d (world rank %d) did not %s within ARMCI_WIN_SYNC_TIMEOUT "
+                 "(%ld s): mismatched PSCW groups?", ranks[i], world(ranks[i]), what, parts_.sync_timeout_seconds);
+}
+
+void Window::start(const char* call, const std::vector<int>& targets, int assert) {
+  if (!access_group_.empty()) fail(call, "argument 'win': an access epoch is open already (ARMCI_Win_complete it first)");
+  if (locks_held_ > 0 || lock_all_)
+    fail(call, "argument 'win': a passive-target epoch (ARMCI_Win_lock) is open; unlock first");
+  std::vector<std::uint64_t> counts;
+  for (int t : targets) counts.push_back(++starts_[static_cast<std::size_t>(t)]);
+  if (!(assert & kNoCheck))
+    wait_counts(call, "post an exposure epoch including this rank", targets, &Window::exposed_offset, counts);
+  for (int t : targets) started_[static_cast<std::size_t>(t)] = 1;
+  access_group_ = targets;
+  // Empty groups are legal: mark the epoch open all the same.
+  if (access_group_.empty()) access_group_.push_back(-1);
+}
+
+void Window::complete(const char* call) {
+  if (access_group_.empty()) fail(call, "argument 'win': no access epoch is open (ARMCI_Win_start was not called)");
+  const int me = group_.my_rank;
+  for (int t : access_group_) {
+    if (t < 0) continue;
+    finish_ops(call, t);
+    // After the fence: the count cannot overtake the operations it announces.
+    parts_.sync.store64(call, word(t, completed_offset(me)), ++completes_[static_cast<std::size_t>(t)]);
+    started_[static_cast<std::size_t>(t)] = 0;
+  }
+  access_group_.clear();
+}
+
+void Window::wait(const char* call) {
+  if (!posted_) fail(call, "argument 'win': no exposure epoch is open (ARMCI_Win_post was not called)");
+  wait_counts(call, "complete its access epoch", exposure_group_, &Window::completed_offset, expect_);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  posted_ = false;
+}
+
+bool Window::test(const char* call) {
+  if (!posted_) fail(call, "argument 'win': no exposure epoch is open (ARMCI_Win_post was not called)");
+  parts_.progress.progress();
+  if (!counts_reached(exposure_group_, &Window::completed_offset, expect_)) return false;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  posted_ = false;
+  return true;
+}
+
+}  // namespace armci

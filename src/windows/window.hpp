@@ -1,0 +1,155 @@
+// Windows with MPI-2 one-sided semantics (include/armci_win.h) on the core:
+// the memory is an ARMCI allocation (region table), so puts, gets and accs
+// go through Transfers with their protocols; the synchronisation words live
+// in a control allocation of their own that no user operation reaches.
+//
+// Per member, the control block holds
+//   [0]                 the lock word: bit 63 the writer, the low bits the
+//                       number of readers (network or CPU atomics, Sync's
+//                       mechanism for the job)
+//   [exposed_offset]    one word per group rank t: how many times t posted
+//                       an exposure epoch that includes this rank (t writes)
+//   [completed_offset]  one word per group rank o: how many access epochs
+//                       o completed towards this rank (o writes)
+// Every word of the last two has one writer, so a store (or a put) does,
+// and the counts only grow, so the reader waits for "at least".
+//
+// Owns: its control allocation and (allocate) its memory.
+// Called by: the API (src/api/windows.cpp), after argument checks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "src/core/groups.hpp"
+#include "src/core/strided.hpp"
+#include "src/core/sync.hpp"
+#include "src/core/transfers.hpp"
+
+namespace armci {
+
+class Runtime;
+
+// What a window works with: the parts of the runtime it needs.
+struct WindowParts {
+  const Peers& peers;
+  Memory& memory;
+  Progress& progress;
+  Completions& completions;
+  Transfers& transfers;
+  Sync& sync;
+  Groups& groups;
+  Collectives& collectives;
+  std::function<void()> world_barrier;  // completes every write, then the job's barrier
+  long sync_timeout_seconds;            // ARMCI_WIN_SYNC_TIMEOUT (0: wait for ever)
+};
+
+enum class WinLock : std::uint8_t { none, shared, exclusive, nocheck };
+
+class Window {
+ public:
+  static constexpr int kNoCheck = 1, kNoStore = 2, kNoPut = 4, kNoPrecede = 8, kNoSucceed = 16;
+  static constexpr int kLockShared = 1, kLockExclusive = 2;
+
+  // Collective over group's members. allocate: the window's memory is a
+  // fresh allocation of `bytes`; otherwise `base` (NULL when bytes is 0)
+  // must lie in an ARMCI_Malloc region of this rank.
+  Window(const char* call, WindowParts parts, const Group& group, void* base, std::size_t bytes, int disp_unit,
+         bool allocate);
+  ~Window();
+  Window(const Window&) = delete;
+  Window& operator=(const Window&) = delete;
+
+  // Collective: no epoch may be open at this rank.
+  void free(const char* call);
+
+  void* base() const { return reinterpret_cast<void*>(targets_[static_cast<std::size_t>(group_.my_rank)].base); }
+  int size() const { return group_.size(); }
+  const Group& group() const { return group_; }
+
+  // Passive target.
+  void lock(const char* call, int type, int rank, int assert);
+  void unlock(const char* call, int rank);
+  void lock_all(const char* call, int assert);
+  void unlock_all(const char* call);
+  void flush(const char* call, int rank);
+  void flush_all(const char* call);
+  // Active target. post/start take window ranks (checked by the caller).
+  void fence(const char* call, int assert);
+  void post(const char* call, const std::vector<int>& origins, int assert);
+  void start(const char* call, const std::vector<int>& targets, int assert);
+  void complete(const char* call);
+  void wait(const char* call);
+  bool test(const char* call);
+
+  // Operations: rank in the group, disp in the target's disp_units. acc:
+  // nullptr for put/get.
+  void contiguous(const char* call, Op op, const AccArgs* acc, const void* local, std::size_t bytes, int rank,
+                  std::size_t disp);
+  void strided(const char* call, Op op, const AccArgs* acc, void* local, const int* local_stride,
+               const int* remote_stride, const int* count, int levels, int rank, std::size_t disp);
+
+ private:
+  struct Target {
+    std::uintptr_t base = 0;
+    std::uint64_t bytes = 0;
+    std::int64_t disp_unit = 1;
+  };
+  int world(int rank) const { return group_.members[static_cast<std::size_t>(rank)]; }
+  void check_epoch(const char* call, int rank) const;
+  // The target address of [disp, disp + extent) at rank, checked.
+  std::uintptr_t target_address(const char* call, int rank, std::size_t disp, std::size_t extent) const;
+  void finish_ops(const char* call, int rank);  // local and remote completion of this rank's ops to rank
+  void finish_all_ops(const char* call);
+  void note_issued(int rank) {
+    issued_[static_cast<std::size_t>(rank)] = 1;
+    any_issued_ = true;
+  }
+  void acquire(const char* call, int rank, bool exclusive);
+  void release(const char* call, int rank, WinLock held);
+  std::uint64_t own_word(std::size_t offset) const;
+  Sync::Word word(int rank, std::size_t offset) const;
+  std::size_t exposed_offset(int from) const { return 64 + static_cast<std::size_t>(from) * 8; }
+  std::size_t completed_offset(int from) const {
+    return 64 + static_cast<std::size_t>(group_.size() + from) * 8;
+  }
+  // Waits until every word reaches its count; after the timeout, fails
+  // naming the first rank still missing (mismatched PSCW groups).
+  void wait_counts(const char* call, const char* what, const std::vector<int>& ranks,
+                   std::size_t (Window::*offset)(int) const, const std::vector<std::uint64_t>& counts);
+  bool counts_reached(const std::vector<int>& ranks, std::size_t (Window::*offset)(int) const,
+                      const std::vector<std::uint64_t>& counts) const;
+
+  WindowParts parts_;
+  Group group_;  // a copy: the window outlives the caller's group handle
+  std::vector<Target> targets_;
+  std::unique_ptr<Allocation> control_;
+  void* allocated_ = nullptr;  // allocate: this rank's part, released at free
+  bool allocated_any_ = false;
+  bool freed_ = false;
+
+  // Epochs of this rank as an origin.
+  std::vector<WinLock> locks_;  // per target
+  // Per target: operations issued since they were last completed (an epoch
+  // that issued none closes without a network flush).
+  std::vector<std::uint8_t> issued_;
+  bool any_issued_ = false;
+  int locks_held_ = 0;
+  bool lock_all_ = false;
+  bool lock_all_nocheck_ = false;
+  bool fence_open_ = false;
+  std::vector<std::uint8_t> started_;  // per target: in the open PSCW access epoch
+  std::vector<int> access_group_;
+  std::vector<std::uint64_t> starts_;     // per target: access epochs started towards it
+  std::vector<std::uint64_t> completes_;  // per target: access epochs completed towards it
+  // As a target.
+  bool posted_ = false;
+  std::vector<int> exposure_group_;
+  std::vector<std::uint64_t> posts_;    // per origin: exposures posted to it
+  std::vector<std::uint64_t> expect_;   // the completions waited for, per member of exposure_group_
+};
+
+}  // namespace armci

@@ -1,0 +1,272 @@
+/* mp_windows: windows with MPI-2 one-sided semantics (include/armci_win.h).
+ *  - exclusive locks under contention: every rank increments a counter at
+ *    rank 0 N times by get + flush + put under the lock; the count is exact;
+ *  - shared locks: two ranks hold a shared lock on one target at once (a
+ *    lock that excluded readers from each other would hang); readers never
+ *    see a writer's half update (the writer puts each half separately);
+ *  - lock_all with Acc SUM from every rank: exact sums;
+ *  - fence: puts and accs to neighbours, all in place after the fence;
+ *  - PSCW ring: post to the left, start to the right, several rounds;
+ *  - a window over a subgroup (reversed ranks: group ranks are translated)
+ *    and over the even ranks (locks and a fence over the subgroup), two
+ *    windows locked at once, strided puts/gets/accs, ARMCI_Win_create over
+ *    ARMCI_Malloc memory. */
+#include "mp_common.h"
+
+#include <string.h>
+
+#include "armci_win.h"
+
+enum { COUNTS = 200, ROUNDS = 50, HALF = 32 };
+
+static void exclusive_counter(void) {
+  long *base;
+  ARMCI_Win win;
+  MP_CHECK_INT(0, ARMCI_Win_allocate(sizeof(long), sizeof(long), NULL, (void **)&base, &win));
+  *base = 0;
+  ARMCI_Barrier();
+  for (int i = 0; i < COUNTS; ++i) {
+    long v = -1;
+    MP_CHECK_INT(0, ARMCI_Win_lock(ARMCI_WIN_LOCK_EXCLUSIVE, 0, 0, win));
+    MP_CHECK_INT(0, ARMCI_Win_get(&v, sizeof v, 0, 0, win));
+    MP_CHECK_INT(0, ARMCI_Win_flush(0, win));
+    v += 1;
+    MP_CHECK_INT(0, ARMCI_Win_put(&v, sizeof v, 0, 0, win));
+    MP_CHECK_INT(0, ARMCI_Win_unlock(0, win));
+  }
+  ARMCI_Barrier();
+  if (mp_me == 0) MP_CHECK_INT(COUNTS * mp_np, (int)*base);
+  MP_CHECK_INT(0, ARMCI_Win_free(&win));
+  MP_CHECK_PTR(NULL, win);
+}
+
+static void shared_readers(void) {
+  long *base;
+  ARMCI_Win win;
+  MP_CHECK_INT(0, ARMCI_Win_allocate(2 * HALF * sizeof(long), 1, NULL, (void **)&base, &win));
+  for (int i = 0; i < 2 * HALF; ++i) base[i] = 0;
+  ARMCI_Barrier();
+  /* Readers share: rank 0 holds a shared lock on rank 0 while rank 1 takes
+   * one too. */
+  if (mp_me == 0) MP_CHECK_INT(0, ARMCI_Win_lock(ARMCI_WIN_LOCK_SHARED, 0, 0, win));
+  armci_msg_barrier();
+  if (mp_me == 1) MP_CHECK_INT(0, ARMCI_Win_lock(ARMCI_WIN_LOCK_SHARED, 0, 0, win));
+  armci_msg_barrier();
+  if (mp_me <= 1) MP_CHECK_INT(0, ARMCI_Win_unlock(0, win));
+  ARMCI_Barrier();
+
+  /* Rank 1 writes rounds 1..ROUNDS half by half; the others read. */
+  long half[HALF], seen[2 * HALF];
+  for (int round = 1; round <= ROUNDS; ++round) {
+    if (mp_me == 1) {
+      for (int i = 0; i < HALF; ++i) half[i] = round;
+      MP_CHECK_INT(0, ARMCI_Win_lock(ARMCI_WIN_LOCK_EXCLUSIVE, 0, 0, win));
+      MP_CHECK_INT(0, ARMCI_Win_put(half, sizeof half, 0, 0, win));
+      MP_CHECK_INT(0, ARMCI_Win_flush(0, win));
+      MP_CHECK_INT(0, ARMCI_Win_put(half, sizeof half, 0, sizeof half, win));
+      MP_CHECK_INT(0, ARMCI_Win_unlock(0, win));
+    } else {
+      MP_CHECK_INT(0, ARMCI_Win_lock(ARMCI_WIN_LOCK_SHARED, 0, 0, win));
+      MP_CHECK_INT(0, ARMCI_Win_get(seen, sizeof seen, 0, 0, win));
+      MP_CHECK_INT(0, ARMCI_Win_unlock(0, win));
+      for (int i = 1; i < 2 * HALF; ++i)
+        MP_CHECK(seen[i] == seen[0], "reader saw a half update: word %d is %ld, word 0 is %ld", i, seen[i], seen[0]);
+    }
+  }
+  ARMCI_Barrier();
+  MP_CHECK_INT(0, ARMCI_Win_free(&win));
+}
+
+static void lock_all_acc(void) {
+  double *base;
+  ARMCI_Win win;
+  MP_CHECK_INT(0, ARMCI_Win_allocate(4 * sizeof(double), sizeof(double), NULL, (void **)&base, &win));
+  for (int i = 0; i < 4; ++i) base[i] = 0;
+  ARMCI_Barrier();
+  double add[4] = {1, 2, 3, 4};
+  MP_CHECK_INT(0, ARMCI_Win_lock_all(0, win));
+  for (int i = 0; i < 10; ++i)
+    for (int t = 0; t < mp_np; ++t)
+      MP_CHECK_INT(0, ARMCI_Win_acc(ARMCI_ACC_DBL, ARMCI_WIN_SUM, add, sizeof add, t, 0, win));
+  MP_CHECK_INT(0, ARMCI_Win_flush_all(win));
+  MP_CHECK_INT(0, ARMCI_Win_unlock_all(win));
+  ARMCI_Barrier();
+  for (int i = 0; i < 4; ++i) MP_CHECK_DBL(10.0 * mp_np * (i + 1), base[i]);
+  MP_CHECK_INT(0, ARMCI_Win_free(&win));
+}
+
+static void fence_neighbours(void) {
+  enum { N = 512 };
+  unsigned char *base;
+  ARMCI_Win win;
+  MP_CHECK_INT(0, ARMCI_Win_allocate(2 * N + sizeof(long), 1, NULL, (void **)&base, &win));
+  memset(base, 0, 2 * N + sizeof(long));
+  MP_CHECK_INT(0, ARMCI_Win_fence(ARMCI_WIN_MODE_NOPRECEDE, win));
+  unsigned char out[N], expect[N];
+  const int right = (mp_me + 1) % mp_np, left = (mp_me + mp_np - 1) % mp_np;
+  for (int round = 0; round < 5; ++round) {
+    mp_fill_pattern(out, N, mp_me + round, right, 0);
+    MP_CHECK_INT(0, ARMCI_Win_put(out, N, right, (size_t)(round % 2) * N, win));
+    long one = 1;
+    MP_CHECK_INT(0, ARMCI_Win_acc(ARMCI_ACC_LNG, ARMCI_WIN_SUM, &one, sizeof one, 0, 2 * N, win));
+    MP_CHECK_INT(0, ARMCI_Win_fence(0, win));
+    mp_fill_pattern(expect, N, left + round, mp_me, 0);
+    MP_CHECK_BYTES(expect, base + (round % 2) * N, N, "fence: data from the left neighbour");
+    if (mp_me == 0) {
+      long sum;
+      memcpy(&sum, base + 2 * N, sizeof sum);
+      MP_CHECK_INT((round + 1) * mp_np, (int)sum);
+    }
+    /* Nobody writes the next round before everyone has checked this one. */
+    MP_CHECK_INT(0, ARMCI_Win_fence(0, win));
+  }
+  MP_CHECK_INT(0, ARMCI_Win_fence(ARMCI_WIN_MODE_NOSUCCEED, win));
+  MP_CHECK_INT(0, ARMCI_Win_free(&win));
+}
+
+static void pscw_ring(void) {
+  enum { N = 256 };
+  /* Every rank makes every one-rank group, in the same order. */
+  ARMCI_Group *single = malloc(sizeof(ARMCI_Group) * (size_t)mp_np);
+  for (int r = 0; r < mp_np; ++r) ARMCI_Group_create(1, &r, &single[r]);
+  unsigned char *base;
+  ARMCI_Win win;
+  MP_CHECK_INT(0, ARMCI_Win_allocate(N, 1, NULL, (void **)&base, &win));
+  memset(base, 0, N);
+  ARMCI_Barrier();
+  const int right = (mp_me + 1) % mp_np, left = (mp_me + mp_np - 1) % mp_np;
+  unsigned char out[N], expect[N];
+  for (int round = 0; round < ROUNDS; ++round) {
+    MP_CHECK_INT(0, ARMCI_Win_post(&single[left], 0, win));
+    MP_CHECK_INT(0, ARMCI_Win_start(&single[right], 0, win));
+    mp_fill_pattern(out, N, mp_me + round, right, 0);
+    MP_CHECK_INT(0, ARMCI_Win_put(out, N, right, 0, win));
+    MP_CHECK_INT(0, ARMCI_Win_complete(win));
+    if (round % 2) {
+      int flag = 0;
+      while (!flag) MP_CHECK_INT(0, ARMCI_Win_test(win, &flag));
+    } else {
+      MP_CHECK_INT(0, ARMCI_Win_wait(win));
+    }
+    mp_fill_pattern(expect, N, left + round, mp_me, 0);
+    MP_CHECK_BYTES(expect, base, N, "PSCW: data from the left neighbour");
+  }
+  ARMCI_Barrier();
+  MP_CHECK_INT(0, ARMCI_Win_free(&win));
+  for (int r = 0; r < mp_np; ++r) ARMCI_Group_free(&single[r]);
+  free(single);
+}
+
+/* A window over the ranks in reverse order: window rank w is world rank
+ * np-1-w. Each rank writes its world rank into slot (its window rank) at
+ * window rank 0 (world rank np-1) under an exclusive lock. */
+static void reversed_group(void) {
+  int *order = malloc(sizeof(int) * (size_t)mp_np);
+  for (int i = 0; i < mp_np; ++i) order[i] = mp_np - 1 - i;
+  ARMCI_Group reversed;
+  ARMCI_Group_create(mp_np, order, &reversed);
+  int wrank;
+  ARMCI_Group_rank(&reversed, &wrank);
+  MP_CHECK_INT(mp_np - 1 - mp_me, wrank);
+  long *base;
+  ARMCI_Win win;
+  MP_CHECK_INT(0, ARMCI_Win_allocate(sizeof(long) * (size_t)mp_np, sizeof(long), &reversed, (void **)&base, &win));
+  for (int i = 0; i < mp_np; ++i) base[i] = -1;
+  ARMCI_Barrier();
+  long v = mp_me;
+  MP_CHECK_INT(0, ARMCI_Win_lock(ARMCI_WIN_LOCK_EXCLUSIVE, 0, 0, win));
+  MP_CHECK_INT(0, ARMCI_Win_put(&v, sizeof v, 0, (size_t)wrank, win));
+  MP_CHECK_INT(0, ARMCI_Win_unlock(0, win));
+  ARMCI_Barrier();
+  if (mp_me == mp_np - 1)
+    for (int w = 0; w < mp_np; ++w) MP_CHECK_INT(mp_np - 1 - w, (int)base[w]);
+  MP_CHECK_INT(0, ARMCI_Win_free(&win));
+  ARMCI_Group_free(&reversed);
+  free(order);
+}
+
+/* The even ranks' window while the odd ranks stay out; two windows (one
+ * allocated, one created over ARMCI_Malloc memory) locked at once;
+ * strided put, get and acc of a 4 x 8 patch of ints. */
+static void subgroup_and_two_windows(void) {
+  const int n_even = (mp_np + 1) / 2;
+  int *evens = malloc(sizeof(int) * (size_t)n_even);
+  for (int i = 0; i < n_even; ++i) evens[i] = 2 * i;
+  ARMCI_Group even_group;
+  ARMCI_Group_create(n_even, evens, &even_group);
+  if (mp_me % 2 == 0) {
+    enum { ROWS = 4, COLS = 8, LD = 16 };
+    int *a;
+    ARMCI_Win wa, wb;
+    MP_CHECK_INT(0, ARMCI_Win_allocate(ROWS * LD * sizeof(int), sizeof(int), &even_group, (void **)&a, &wa));
+    void **mem = malloc(sizeof(void *) * (size_t)n_even);
+    MP_CHECK_INT(0, ARMCI_Malloc_group(mem, ROWS * LD * sizeof(int), &even_group));
+    int *b = mem[mp_me / 2];
+    MP_CHECK_INT(0, ARMCI_Win_create(b, ROWS * LD * sizeof(int), sizeof(int), &even_group, &wb));
+    memset(a, 0, ROWS * LD * sizeof(int));
+    memset(b, 0, ROWS * LD * sizeof(int));
+    armci_msg_group_barrier(&even_group);
+
+    const int me = mp_me / 2, target = (me + 1) % n_even, source = (me + n_even - 1) % n_even;
+    int patch[ROWS][COLS], got[ROWS][COLS];
+    for (int r = 0; r < ROWS; ++r)
+      for (int c = 0; c < COLS; ++c) patch[r][c] = 1000 * me + 10 * r + c;
+    int local_stride[1] = {COLS * (int)sizeof(int)}, remote_stride[1] = {LD * (int)sizeof(int)};
+    int count[2] = {COLS * (int)sizeof(int), ROWS};
+    MP_CHECK_INT(0, ARMCI_Win_lock(ARMCI_WIN_LOCK_EXCLUSIVE, target, 0, wa));
+    MP_CHECK_INT(0, ARMCI_Win_lock(ARMCI_WIN_LOCK_EXCLUSIVE, target, 0, wb));
+    MP_CHECK_INT(0, ARMCI_Win_puts(patch, local_stride, remote_stride, count, 1, target, 2, wa));
+    MP_CHECK_INT(0, ARMCI_Win_accs(ARMCI_ACC_INT, ARMCI_WIN_SUM, patch, local_stride, remote_stride, count, 1,
+                                   target, 2, wb));
+    MP_CHECK_INT(0, ARMCI_Win_accs(ARMCI_ACC_INT, ARMCI_WIN_SUM, patch, local_stride, remote_stride, count, 1,
+                                   target, 2, wb));
+    MP_CHECK_INT(0, ARMCI_Win_unlock(target, wb));
+    MP_CHECK_INT(0, ARMCI_Win_flush(target, wa));
+    MP_CHECK_INT(0, ARMCI_Win_gets(got, local_stride, remote_stride, count, 1, target, 2, wa));
+    MP_CHECK_INT(0, ARMCI_Win_unlock(target, wa));
+    MP_CHECK_BYTES(&patch[0][0], &got[0][0], sizeof patch, "strided get of what the strided put wrote");
+    armci_msg_group_barrier(&even_group);
+    for (int r = 0; r < ROWS; ++r)
+      for (int c = 0; c < LD; ++c) {
+        const int in = c >= 2 && c < 2 + COLS;
+        const int v = 1000 * source + 10 * r + (c - 2);
+        MP_CHECK_INT(in ? v : 0, a[r * LD + c]);
+        MP_CHECK_INT(in ? 2 * v : 0, b[r * LD + c]);
+      }
+    /* A fence over the subgroup: each even rank puts its window rank into
+     * slot 0 of its right neighbour's first window. */
+    int mine = me;
+    MP_CHECK_INT(0, ARMCI_Win_fence(0, wa));
+    MP_CHECK_INT(0, ARMCI_Win_put(&mine, sizeof mine, target, 0, wa));
+    MP_CHECK_INT(0, ARMCI_Win_fence(ARMCI_WIN_MODE_NOSUCCEED, wa));
+    MP_CHECK_INT(source, a[0]);
+    MP_CHECK_INT(0, ARMCI_Win_free(&wb));
+    MP_CHECK_INT(0, ARMCI_Free_group(b, &even_group));
+    MP_CHECK_INT(0, ARMCI_Win_free(&wa));
+    free(mem);
+  }
+  ARMCI_Barrier();
+  ARMCI_Group_free(&even_group);
+  free(evens);
+}
+
+int main(int argc, char **argv) {
+  mp_init(&argc, &argv);
+  mp_set_where("exclusive_counter");
+  exclusive_counter();
+  mp_set_where("shared_readers");
+  shared_readers();
+  mp_set_where("lock_all_acc");
+  lock_all_acc();
+  mp_set_where("fence_neighbours");
+  fence_neighbours();
+  mp_set_where("pscw_ring");
+  pscw_ring();
+  mp_set_where("reversed_group");
+  reversed_group();
+  mp_set_where("subgroup_and_two_windows");
+  subgroup_and_two_windows();
+  MP_CHECK_INT(0, ARMCI_Finalize());
+  mp_pass("mp_windows", mp_me);
+  return 0;
+}
