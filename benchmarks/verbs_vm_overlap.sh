@@ -43,7 +43,8 @@ if [ "$part" = all ] || [ "$part" = runs ]; then
         for (i = 2; i <= k; i++) for (j = i; j > 1 && a[j] + 0 < a[j-1] + 0; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
         med = k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
         split(order[m], key, " ")
-        printf "%-6s %9s %14.1f [%.1f-%.1f] (%d runs)\n", key[1], key[2], med, a[1], a[k], k
+        runs_sorted = ""; for (i = 1; i <= k; i++) runs_sorted = runs_sorted " " a[i]
+        printf "%-6s %9s %14.1f [%.1f-%.1f] (runs:%s)\n", key[1], key[2], med, a[1], a[k], runs_sorted
       }
     }' "$summary"
 fi
