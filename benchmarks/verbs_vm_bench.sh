@@ -2,11 +2,17 @@
 # ARMCI over raw verbs next to perftest on the same device, in one run of the
 # Soft-RoCE VM (../shared/rxe-vm). Run from the build directory:
 #   benchmarks/verbs_vm_bench.sh            # boots the VM and runs everything in it
-# Soft-RoCE under an emulated CPU is slow; the ratios are what to read.
+# Soft-RoCE under an emulated CPU is slow and noisy; the ratios are what to
+# read. ROUNDS (default 3) rounds, each: perftest's latencies, then ARMCI
+# with the default settings under mpirun's default binding, with
+# ARMCI_HELPER=none (the best setting for latency), and with --bind-to none
+# (a free core for the helper). Reported: the median of the rounds' medians
+# [min-max]. EXTRA_SETTING="label|mpirun args" adds one more column.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 if [ -z "${RXE_VM:-}" ]; then
   vm=${RXE_VM_SCRIPT:-$top/../shared/rxe-vm/run-in-rxe-vm.sh}
+  export RXE_VM_ENV="${RXE_VM_ENV:-} ROUNDS ITERS EXTRA_SETTING"
   exec "$vm" "$top/benchmarks/verbs_vm_bench.sh" "$@"
 fi
 
@@ -14,53 +20,104 @@ hostname armci-vm
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 dev=${RXE_VM_DEV:-rxe0} ip=${RXE_VM_IP:-10.99.0.1}
 iters=${ITERS:-2000}
+rounds=${ROUNDS:-3}
 out=$(mktemp -d)
 
 # perftest: server in the background, client against it; the client prints the table.
+# A loaded emulated guest may take seconds to start the server: the client
+# tries again while the server lives, and neither outlives its timeout.
 perf_pair() {  # name tool args...
-  local name=$1 tool=$2; shift 2
-  "$tool" -d "$dev" -x 1 "$@" > "$out/$name.srv" 2>&1 &
+  local name=$1 tool=$2 try; shift 2
+  echo "   $tool $*"
+  timeout 300 "$tool" -d "$dev" -x 1 "$@" > "$out/$name.srv" 2>&1 &
   local server=$!
-  sleep 1  # the server must listen before the client connects
-  timeout 300 "$tool" -d "$dev" -x 1 "$@" "$ip" > "$out/$name.cli" 2>&1 || true
+  for try in 1 2 3 4 5 6 7 8 9 10; do
+    sleep 1
+    timeout 300 "$tool" -d "$dev" -x 1 "$@" "$ip" > "$out/$name.cli" 2>&1 && break
+    kill -0 "$server" 2>/dev/null || break
+  done
   wait "$server" || true
 }
 lat_of() { awk '$1 ~ /^[0-9]+$/ && NF >= 6 {print $5; exit}' "$out/$1.cli"; }   # t_typical
 bw_of() { awk '$1 ~ /^[0-9]+$/ && NF >= 4 {print $4; exit}' "$out/$1.cli"; }    # BW average MB/s
 
-for s in 8 4096; do
-  perf_pair write_lat_$s ib_write_lat -s $s -n $iters
-  perf_pair read_lat_$s ib_read_lat -s $s -n $iters
-done
-perf_pair atomic_lat ib_atomic_lat -A FETCH_AND_ADD -n $iters
-perf_pair write_bw ib_write_bw -s 65536 -n 1000
-perf_pair read_bw ib_read_bw -s 65536 -n 1000
-
-mpirun -np 2 -x ARMCI_SHM=0 -x ARMCI_NETWORK=verbs benchmarks/contig_bench -q -o 0 -s 65536 \
-  -c "$out/armci.csv" > "$out/armci.txt" 2>&1 || { cat "$out/armci.txt"; exit 1; }
-# The best setting beside the default (issue 16): no helper thread at all.
-mpirun -np 2 -x ARMCI_SHM=0 -x ARMCI_NETWORK=verbs -x ARMCI_HELPER=none benchmarks/contig_bench -q -o 0 -s 65536 \
-  -c "$out/armci_none.csv" > "$out/armci_none.txt" 2>&1 || { cat "$out/armci_none.txt"; exit 1; }
-if [ -x benchmarks/rmw_bench ]; then
-  mpirun -np 2 -x ARMCI_SHM=0 -x ARMCI_NETWORK=verbs benchmarks/rmw_bench > "$out/rmw.txt" 2>&1 || cat "$out/rmw.txt"
+# The settings compared, all over verbs between two ranks of this one host.
+net=(-x ARMCI_SHM=0 -x ARMCI_NETWORK=verbs -x ARMCI_VNODE_SIZE=1)
+labels=(default helper=none bind-none)
+args=("" "-x ARMCI_HELPER=none" "--bind-to none")
+if [ -n "${EXTRA_SETTING:-}" ]; then
+  labels+=("${EXTRA_SETTING%%|*}")
+  args+=("${EXTRA_SETTING#*|}")
 fi
-armci() {  # op size column(lat=4,bw=5) [csv]
-  awk -F, -v op="$1" -v size="$2" -v col="$3" '$2 == op && $3 == size {print $col}' "${4:-$out/armci.csv}"
+
+# One figure per line in $out/figures: measure setting value.
+note() { echo "$1 $2 $3" >> "$out/figures"; }
+armci_runs() {  # round
+  local i csv
+  for i in "${!labels[@]}"; do
+    echo "   ARMCI ${labels[$i]}"
+    csv=$out/contig_${i}_$1.csv
+    # shellcheck disable=SC2086
+    timeout 600 mpirun -np 2 ${args[$i]} "${net[@]}" benchmarks/contig_bench --sizes 8,4K,64K \
+      --ops put,put+fence,get -o 0 -r 5 -t 5 -c "$csv" > "$out/contig_${i}_$1.txt" 2>&1 ||
+      { cat "$out/contig_${i}_$1.txt"; exit 1; }
+    awk -F, -v s="${labels[$i]}" '$2 ~ /^(put|put\+fence|get)$/ && $3 ~ /^[0-9]+$/ {
+        unit = $3 == 65536 ? "MB/s" : "us"; col = $3 == 65536 ? 5 : 4
+        print $2 "_" $3 "_" unit, s, $col }' "$csv" >> "$out/figures"
+    # shellcheck disable=SC2086
+    timeout 600 mpirun -np 2 ${args[$i]} "${net[@]}" benchmarks/rmw_bench -q -c "$out/rmw_${i}_$1.csv" \
+      > "$out/rmw_${i}_$1.txt" 2>&1 || { cat "$out/rmw_${i}_$1.txt"; exit 1; }
+    awk -F, -v s="${labels[$i]}" '$3 == "fetch_add_long" && $4 == "rank1" { print "fetch-add_8_us", s, $5 }' \
+      "$out/rmw_${i}_$1.csv" >> "$out/figures"
+  done
 }
-# Both under mpirun's default binding: "armci" with the default helper,
-# "helper=none" without it.
-printf '%-22s %12s %12s %12s %8s\n' "measure" "armci" "helper=none" "perftest" "ratio"
-row() {  # label "op size column" perftest-figure
-  local mine none
-  mine=$(armci $2) none=$(armci $2 "$out/armci_none.csv")
-  printf '%-22s %12s %12s %12s %8s\n' "$1" "$mine" "$none" "$3" "$(awk -v a="$mine" -v b="$3" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else print "-" }')"
-}
-row "put+fence 8 B (us)" "put+fence 8 4" "$(lat_of write_lat_8)"
-row "get 8 B (us)" "get 8 4" "$(lat_of read_lat_8)"
-row "put+fence 4 KiB (us)" "put+fence 4096 4" "$(lat_of write_lat_4096)"
-row "get 4 KiB (us)" "get 4096 4" "$(lat_of read_lat_4096)"
-row "put 64 KiB (MB/s)" "put 65536 5" "$(bw_of write_bw)"
-row "get 64 KiB (MB/s)" "get 65536 5" "$(bw_of read_bw)"
-echo "perftest fetch-and-add latency (us): $(lat_of atomic_lat)"
-[ -f "$out/rmw.txt" ] && { echo "--- rmw_bench over verbs"; cat "$out/rmw.txt"; }
-echo "--- contig_bench over verbs"; cat "$out/armci.txt"
+
+for ((round = 1; round <= rounds; round++)); do
+  echo "== round $round of $rounds"
+  perf_pair write_lat ib_write_lat -s 8 -n "$iters"
+  perf_pair read_lat ib_read_lat -s 8 -n "$iters"
+  perf_pair atomic_lat ib_atomic_lat -A FETCH_AND_ADD -n "$iters"
+  note put_8_us perftest "$(lat_of write_lat)"
+  note put+fence_8_us perftest "$(lat_of write_lat)"
+  note get_8_us perftest "$(lat_of read_lat)"
+  note fetch-add_8_us perftest "$(lat_of atomic_lat)"
+  perf_pair write_lat ib_write_lat -s 4096 -n "$iters"
+  perf_pair read_lat ib_read_lat -s 4096 -n "$iters"
+  note put+fence_4096_us perftest "$(lat_of write_lat)"
+  note get_4096_us perftest "$(lat_of read_lat)"
+  perf_pair write_bw ib_write_bw -s 65536 -n 1000
+  perf_pair read_bw ib_read_bw -s 65536 -n 1000
+  note put_65536_MB/s perftest "$(bw_of write_bw)"
+  note get_65536_MB/s perftest "$(bw_of read_bw)"
+  armci_runs "$round"
+done
+
+# Median [min-max] of the rounds per measure and setting; ratio: the
+# default over perftest (time), perftest over the default (bandwidth).
+echo
+echo "ARMCI over verbs ($rounds rounds; median [min-max]); the perftest rows of put are"
+echo "ib_write_lat, of get ib_read_lat, of fetch-add ib_atomic_lat -A FETCH_AND_ADD"
+awk -v settings="${labels[*]} perftest" '
+  { v[$1, $2] = v[$1, $2] " " $3; if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 } }
+  function summary(list,   a, k, i, j, t) {
+    med = 0
+    k = split(list, a, " ")
+    for (i = 2; i <= k; i++) for (j = i; j > 1 && a[j] + 0 < a[j-1] + 0; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+    if (k == 0) return "-"
+    med = k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
+    return sprintf("%.1f [%.1f-%.1f]", med, a[1], a[k])
+  }
+  END {
+    ns = split(settings, s, " ")
+    printf "%-20s", "measure"; for (i = 1; i <= ns; i++) printf " %20s", s[i]; printf " %8s\n", "ratio"
+    for (m = 1; m <= n; m++) {
+      printf "%-20s", order[m]
+      for (i = 1; i <= ns; i++) { printf " %20s", summary(v[order[m], s[i]]); med_of[i] = med }
+      ratio = "-"
+      if (med_of[1] > 0 && med_of[ns] > 0)
+        ratio = sprintf("%.2f", order[m] ~ /MB/ ? med_of[ns] / med_of[1] : med_of[1] / med_of[ns])
+      printf " %8s\n", ratio
+    }
+  }' "$out/figures"
+echo "--- last round: contig_bench over verbs, default settings"
+cat "$out/contig_0_$rounds.txt"

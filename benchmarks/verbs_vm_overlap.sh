@@ -5,13 +5,15 @@
 # directory after make:
 #   benchmarks/verbs_vm_overlap.sh
 # The VM emulates its CPU: absolute times are slow, percentages and ratios
-# are what to read. PART=overlap|contig|busy|aggregate|strided runs one part;
+# are what to read. PART=runs|overlap|contig|busy|aggregate|strided runs one
+# part (runs: OVERLAP_RUNS jobs of the default settings, median and spread);
 # STRIDED_PROTOCOLS and STRIDED_PIECES narrow the strided part.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 if [ -z "${RXE_VM:-}" ]; then
   vm=${RXE_VM_SCRIPT:-$top/../shared/rxe-vm/run-in-rxe-vm.sh}
   export RXE_VM_TIMEOUT=${RXE_VM_TIMEOUT:-1800}
+  export RXE_VM_ENV="${RXE_VM_ENV:-} PART OVERLAP_RUNS OVERLAP_SIZES STRIDED_PROTOCOLS STRIDED_TARGETS STRIDED_PIECES"
   exec "$vm" "$top/benchmarks/verbs_vm_overlap.sh" "$@"
 fi
 
@@ -21,6 +23,31 @@ part=${PART:-all}
 net=(-x ARMCI_SHM=0 -x ARMCI_NETWORK=verbs)
 run() { timeout 900 mpirun -np 2 --bind-to none "$@" 2>&1 | grep -v '^#' | sed '/^impl,/,$d'; }
 
+if [ "$part" = all ] || [ "$part" = runs ]; then
+  # The default protocol with a free core for the helper: OVERLAP_RUNS (default 5)
+  # separate jobs, overlap_pct as median [min-max] of the jobs' medians.
+  runs=${OVERLAP_RUNS:-5}
+  summary=$(mktemp)
+  echo "=== overlap over verbs, default settings, --bind-to none, $runs runs"
+  for ((i = 1; i <= runs; i++)); do
+    csv=$(mktemp)
+    timeout 900 mpirun -np 2 --bind-to none "${net[@]}" benchmarks/overlap_bench -o both \
+      -s ${OVERLAP_SIZES:-16K,64K,256K,1M} -r 5 -m 20 -c "$csv" > /dev/null 2>&1 || { echo "run $i failed"; continue; }
+    awk -F, '$1 == "libarmci" { print $4, $5, $10 }' "$csv" >> "$summary"
+  done
+  awk '{ v[$1 " " $2] = v[$1 " " $2] " " $3; if (!(($1 " " $2) in seen)) { seen[$1 " " $2] = 1; order[++n] = $1 " " $2 } }
+    END {
+      printf "%-6s %9s %28s\n", "op", "bytes", "overlap_pct median [min-max]"
+      for (m = 1; m <= n; m++) {
+        k = split(v[order[m]], a, " ")
+        for (i = 2; i <= k; i++) for (j = i; j > 1 && a[j] + 0 < a[j-1] + 0; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+        med = k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
+        split(order[m], key, " ")
+        runs_sorted = ""; for (i = 1; i <= k; i++) runs_sorted = runs_sorted " " a[i]
+        printf "%-6s %9s %14.1f [%.1f-%.1f] (runs:%s)\n", key[1], key[2], med, a[1], a[k], runs_sorted
+      }
+    }' "$summary"
+fi
 if [ "$part" = all ] || [ "$part" = overlap ]; then
   for protocol in direct buffered; do
     echo "=== overlap over verbs, ARMCI_PROTOCOL=$protocol, target idle"

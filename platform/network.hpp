@@ -150,6 +150,11 @@ class Network {
   // arm_wakeup() returned true; -1 when the layer cannot block.
   virtual int wakeup_fd() = 0;
   virtual bool arm_wakeup() = 0;
+  // As arm_wakeup(), for a caller that need not hear of this process's own
+  // operations completing (their starter reaps them when it waits), only of
+  // what peers send and of work the layer itself has queued. A layer that
+  // cannot tell them apart arms for everything.
+  virtual bool arm_wakeup_for_peers() { return arm_wakeup(); }
 };
 
 }  // namespace armci::platform

@@ -151,7 +151,18 @@ int VerbsNetwork::progress() {
   return events;
 }
 
-bool VerbsNetwork::arm_wakeup() {
+// Send completions that only finish this process's own operations need not
+// wake anyone: the thread that started them polls when it waits. They do
+// matter while operations wait in a peer's FIFO for the room those
+// completions free, and while a handshake runs.
+bool VerbsNetwork::own_work_waits() const {
+  if (!blocked_.empty() || !connecting_.empty()) return true;
+  for (int r : active_)
+    if (peers_[static_cast<std::size_t>(r)].head != nullptr) return true;
+  return false;
+}
+
+bool VerbsNetwork::arm(bool send_completions) {
   drain_channel();
   std::uint64_t expirations;
   while (read(timer_fd_, &expirations, sizeof expirations) > 0) {
@@ -178,7 +189,8 @@ bool VerbsNetwork::arm_wakeup() {
   }
   // A zero it_value disarms a timer left from an earlier call.
   if (timerfd_settime(timer_fd_, 0, &when, nullptr) != 0) fail_errno("timerfd_settime");
-  if (ibv_req_notify_cq(scq_, 0) || ibv_req_notify_cq(rcq_, 0)) fail_errno("ibv_req_notify_cq");
+  if ((send_completions && ibv_req_notify_cq(scq_, 0)) || ibv_req_notify_cq(rcq_, 0))
+    fail_errno("ibv_req_notify_cq");
   // Whatever completed before the request was armed raises no event: look.
   stashed_recv_ = std::max(0, ibv_poll_cq(rcq_, static_cast<int>(stash_recv_.size()),
                                           stash_recv_.data()));

@@ -429,7 +429,8 @@ class VerbsNetwork final : public Network {
 
   int progress() override;
   int wakeup_fd() override { return epoll_fd_; }
-  bool arm_wakeup() override;
+  bool arm_wakeup() override { return arm(true); }
+  bool arm_wakeup_for_peers() override { return arm(own_work_waits()); }
 
   VerbsStats stats() const;
 
@@ -499,6 +500,8 @@ class VerbsNetwork final : public Network {
   void repost_srq(std::uint64_t index);
   void repost_ud(std::uint64_t index);
   void drain_channel() noexcept;
+  bool arm(bool send_completions);
+  bool own_work_waits() const;
 
   int rank_;
   int size_;

@@ -120,7 +120,11 @@ void Progress::place_helper() {
 // while the application stays busy (up to 64 times the first), so a long run
 // of library calls costs a few wakeups a second, and start again short once
 // it has gone. A pipeline left unfinished by a nonblocking call kicks it
-// awake at once: its copies are what the application overlaps.
+// awake at once: its copies are what the application overlaps. Asleep
+// without background work it listens only for what peers send: the
+// completions of the application's own operations are the application's to
+// reap when it waits, and waking for them took the core from it just as it
+// came back to the library.
 void Progress::helper_loop(int wakeup) {
   const long shortest_ns = settings_.progress_idle_us * 1000;
   const long longest_ns = shortest_ns * 64;
@@ -177,10 +181,14 @@ void Progress::helper_loop(int wakeup) {
       {
         std::lock_guard guard(mutex_);
         if (serve_once() > 0) continue;
-        armed = network_->arm_wakeup();
+        const bool peers_only = !background_busy();
+        armed = peers_only ? network_->arm_wakeup_for_peers() : network_->arm_wakeup();
+        helper_hears_peers_only_.store(armed && peers_only, std::memory_order_relaxed);
       }
       if (!armed) continue;
-      if (poll(all, 3, -1) < 0 && errno != EINTR) return;
+      const int woken = poll(all, 3, -1);
+      helper_hears_peers_only_.store(false, std::memory_order_relaxed);
+      if (woken < 0 && errno != EINTR) return;
       if (all[1].revents & POLLIN) return;
       if (all[2].revents & POLLIN) drain_kicks();
     }

@@ -101,11 +101,17 @@ class Progress {
     if (!advance_pipelines) {
       std::unique_lock lock(mutex_, std::try_to_lock);
       if (lock) network_->progress();
-      return;
+    } else {
+      std::lock_guard guard(mutex_);
+      network_->progress();
+      advance_background();
     }
-    std::lock_guard guard(mutex_);
-    network_->progress();
-    advance_background();
+    // A handler here may have started work (serving a peer's strided
+    // transfer) that moves on with our own completions, which the sleeping
+    // helper does not hear of: it must, should the application leave now.
+    if (helper_hears_peers_only_.load(std::memory_order_relaxed) && background_busy() &&
+        helper_hears_peers_only_.exchange(false, std::memory_order_relaxed))
+      kick_helper();
   }
   // Every wait on other ranks comes through here, so a dead peer ends it
   // (peer_failure.hpp) instead of hanging.
@@ -131,11 +137,7 @@ class Progress {
   }
   // Every background work finished (shutdown).
   void drain_background() {
-    until([&] {
-      for (const BackgroundWork* work : background_)
-        if (work->busy()) return false;
-      return true;
-    });
+    until([&] { return !background_busy(); });
   }
 
   void start_helper();
@@ -152,6 +154,11 @@ class Progress {
     for (BackgroundWork* work : background_)
       if (work->busy()) events += work->advance(new_chunks);
     return events;
+  }
+  bool background_busy() const {
+    for (const BackgroundWork* work : background_)
+      if (work->busy()) return true;
+    return false;
   }
   bool pipelines_busy() const {
     for (const BackgroundWork* work : background_)
@@ -170,6 +177,8 @@ class Progress {
   std::thread helper_;
   bool shares_core_ = false;  // the helper runs on the application's only CPU
   std::atomic<std::uint64_t> application_progress_{0};
+  // The helper sleeps armed for what peers send only (no background work).
+  std::atomic<bool> helper_hears_peers_only_{false};
   int stop_ = -1;  // eventfd: the helper ends
   int kick_ = -1;  // eventfd: pipeline work for the helper
 };

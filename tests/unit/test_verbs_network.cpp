@@ -264,6 +264,44 @@ TEST_F(VerbsSelf, Wakeup) {
   EXPECT_EQ(::poll(&p, 1, 0), 0);
 }
 
+TEST_F(VerbsSelf, WakeupForPeersOnly) {
+  // Armed for peers only, a sleeper is not woken by its own put completing
+  // (whoever waits for the put reaps it), but is by a message arriving;
+  // armed for everything, the same put wakes it.
+  std::vector<std::byte> buf(4096);
+  RemoteKey k = expose(buf.data(), buf.size());
+  auto src = pattern(1024, 21);
+  LocalSegment s{src.data(), src.size()};
+  Completion c;
+  net->put(0, {&s, 1}, addr(buf.data()), k, c);
+  wait_remote(c);  // connected
+  const int fd = net->wakeup_fd();
+  pollfd p{fd, POLLIN, 0};
+  auto put_and_reap = [&] {
+    Completion done;
+    net->put(0, {&s, 1}, addr(buf.data()), k, done);
+    wait_remote(done);
+  };
+
+  ASSERT_TRUE(until([&] { return net->arm_wakeup(); }));
+  put_and_reap();
+  EXPECT_EQ(::poll(&p, 1, 20000), 1) << "armed for everything: no wakeup for our own put";
+
+  ASSERT_TRUE(until([&] { return net->arm_wakeup_for_peers(); }));
+  EXPECT_EQ(::poll(&p, 1, 0), 0);
+  put_and_reap();
+  // The device signals a completion asynchronously: give an unwanted event
+  // time to show.
+  EXPECT_EQ(::poll(&p, 1, 300), 0) << "armed for peers only: woken by our own put";
+
+  int count = 0;
+  net->set_message_handler(2, [&](int, auto, auto) { ++count; });
+  Completion m;
+  net->send_message(0, 2, {}, {}, m);
+  EXPECT_EQ(::poll(&p, 1, 20000), 1) << "armed for peers only: no wakeup for a message";
+  ASSERT_TRUE(until([&] { return count == 1 && m.done(); }));
+}
+
 // ---------------------------------------------------------------------------
 // more than one peer in one process
 
