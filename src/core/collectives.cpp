@@ -156,7 +156,7 @@ Collectives::Posted Collectives::post(Channel channel, int to, int tag, const vo
     progress_.until([&] { return slot->taken.load(std::memory_order_acquire) == previous; });
     return slot;
   };
-  if (single_copy_ && bytes >= kSingleCopyMin) {
+  if (single_copy_ && bytes >= (channel == Channel::collective ? kCollectiveSingleCopyMin : kSingleCopyMin)) {
     const std::uint64_t sequence = ++sent;
     Slot* slot = free_slot(sequence);
     const std::uint64_t address = reinterpret_cast<std::uintptr_t>(from);
@@ -252,7 +252,7 @@ std::size_t Collectives::receive_local_or_network(const char* call, Channel chan
       if (!fold) {
         if (total > 0 && !platform::read_process_memory(pid, remote, into, total)) read_failed();
       } else {
-        constexpr std::size_t kStretch = kSlotBytes * kDepth;
+        constexpr std::size_t kStretch = 128 * 1024;  // read, then combined while still in the cache
         stretch_.resize(kStretch);
         for (std::size_t at = 0; at < total; at += kStretch) {
           const std::size_t bytes = std::min(kStretch, total - at);

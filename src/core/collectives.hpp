@@ -88,6 +88,10 @@ class Collectives {
   // the slots, so a send of up to kDepth pieces still never waits for the
   // receiver (programs exchanging armci_msg_snd both ways rely on it).
   static constexpr std::size_t kSingleCopyMin = kSlotBytes * kDepth + 1;
+  // The library's own collectives never count on a send being buffered, so
+  // theirs go single-copy as soon as they would need a second slot (a
+  // 32 KiB broadcast through two slots took 17 us, MPI's 7).
+  static constexpr std::size_t kCollectiveSingleCopyMin = kSlotBytes + 1;
   // All-reduces up to here exchange whole buffers (recursive doubling);
   // longer ones reduce a share each and gather the shares.
   static constexpr std::size_t kWholeBufferReduceMax = 8 * 1024;
