@@ -33,12 +33,23 @@ inline AccScale make_acc_scale(int datatype, const void* scale) {
   return s;
 }
 
+// target_clones makes an ifunc resolver, and the dynamic loader runs it while
+// relocating, before ThreadSanitizer's runtime is set up: an instrumented
+// resolver crashes every program that holds a clone (the unit tests died at
+// start under scripts/sanitize.sh tsan). Under TSan the kernel is one plain
+// function.
+#if defined(__SANITIZE_THREAD__)
+#define ARMCI_ACC_CLONES
+#else
+#define ARMCI_ACC_CLONES gnu::target_clones("avx2", "default")
+#endif
+
 namespace detail {
 // Through memcpy so unaligned user buffers are fine; the compiler turns these
 // into plain (vector) loads and stores. The unit-scale case has its own loop
 // because it is the common one and needs no multiply.
 template <typename T>
-[[gnu::optimize("tree-vectorize"), gnu::target_clones("avx2", "default")]] void accumulate_typed(void* __restrict dst, const void* __restrict src,
+[[gnu::optimize("tree-vectorize"), ARMCI_ACC_CLONES]] void accumulate_typed(void* __restrict dst, const void* __restrict src,
                                                           std::size_t count, const AccScale& scale) {
   T factor;
   std::memcpy(&factor, scale.bytes, sizeof(T));
