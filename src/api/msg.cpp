@@ -20,31 +20,40 @@ namespace {
 // The members of a scope within a base group, and this rank's index among
 // them (-1: not one of them, e.g. not its node's master).
 struct ScopeTeam {
-  std::vector<int> members;
+  std::vector<int> subset;                 // SCOPE_NODE, SCOPE_MASTERS
+  const std::vector<int>* all = nullptr;   // SCOPE_ALL: the base group's own list, not a copy
   int me = -1;
-  armci::Team team() const { return armci::Team{members, me}; }
+  const std::vector<int>& members() const { return all ? *all : subset; }
+  armci::Team team() const { return armci::Team{members(), me}; }
 };
 
 ScopeTeam scope_team(const char* call, armci::Runtime& r, int scope, const armci::Group& base) {
-  const armci::Peers& peers = r.peers();
   ScopeTeam t;
+  if (scope == SCOPE_ALL) {
+    // The common case costs no allocation: a loop of small reductions
+    // spends its time moving data, not copying member lists.
+    if (!base.member()) fail(call, "this rank is not a member of the group");
+    t.all = &base.members;
+    t.me = base.my_rank;
+    return t;
+  }
+  const armci::Peers& peers = r.peers();
   std::vector<bool> node_seen(static_cast<std::size_t>(peers.node_count()), false);
   for (int m : base.members) {
     const auto node = static_cast<std::size_t>(peers.node_of(m));
     switch (scope) {
-      case SCOPE_ALL: t.members.push_back(m); break;
       case SCOPE_NODE:
-        if (peers.same_node(m)) t.members.push_back(m);
+        if (peers.same_node(m)) t.subset.push_back(m);
         break;
       case SCOPE_MASTERS:
-        if (!node_seen[node]) t.members.push_back(m);
+        if (!node_seen[node]) t.subset.push_back(m);
         node_seen[node] = true;
         break;
       default: fail(call, "argument 'scope' (%d) is not SCOPE_ALL, SCOPE_NODE or SCOPE_MASTERS", scope);
     }
   }
-  for (std::size_t i = 0; i < t.members.size(); ++i)
-    if (t.members[i] == r.rank()) t.me = static_cast<int>(i);
+  for (std::size_t i = 0; i < t.subset.size(); ++i)
+    if (t.subset[i] == r.rank()) t.me = static_cast<int>(i);
   if (t.me < 0 && scope != SCOPE_MASTERS) fail(call, "this rank is not a member of the group");
   return t;
 }
@@ -102,8 +111,9 @@ void bcast(const char* call, int scope, void* buffer, int len, int root_world, c
   const ScopeTeam t = scope_team(call, r, scope, base);
   if (t.me < 0) return;
   int root = -1;
-  for (std::size_t i = 0; i < t.members.size(); ++i)
-    if (t.members[i] == root_world) root = static_cast<int>(i);
+  const std::vector<int>& members = t.members();
+  for (std::size_t i = 0; i < members.size(); ++i)
+    if (members[i] == root_world) root = static_cast<int>(i);
   if (root < 0) fail(call, "argument 'root' (world rank %d) is not a member of the scope", root_world);
   r.collectives().broadcast(t.team(), buffer, static_cast<std::size_t>(len), root);
 }
@@ -219,8 +229,9 @@ armci_api(void, armci_msg_bintree, (int scope, int* Root, int* Up, int* Left, in
   armci::Runtime& r = runtime("armci_msg_bintree");
   const ScopeTeam t = scope_team("armci_msg_bintree", r, scope, default_group("armci_msg_bintree"));
   if (!Root || !Up || !Left || !Right) fail("armci_msg_bintree", "an output argument is NULL");
-  const int n = static_cast<int>(t.members.size());
-  auto at = [&](int i) { return i >= 0 && i < n ? t.members[static_cast<std::size_t>(i)] : -1; };
+  const std::vector<int>& members = t.members();
+  const int n = static_cast<int>(members.size());
+  auto at = [&](int i) { return i >= 0 && i < n ? members[static_cast<std::size_t>(i)] : -1; };
   *Root = at(0);
   *Up = t.me > 0 ? at((t.me - 1) / 2) : -1;
   *Left = t.me >= 0 ? at(2 * t.me + 1) : -1;
