@@ -49,6 +49,27 @@ std::byte* Allocation::local(const Peers& peers, int proc) const {
   return nullptr;
 }
 
+namespace {
+
+// Every rank's part, empty until its record is read.
+void size_parts(Allocation& allocation, std::size_t n) {
+  allocation.ids.assign(n, 0);
+  allocation.bases.assign(n, 0);
+  allocation.sizes.assign(n, 0);
+  allocation.keys.assign(n, platform::RemoteKey{});
+}
+
+// Both kinds of allocation record start alike: the rank's failure text
+// (empty: checked before), then its part's id, base and size.
+void read_part_head(RecordReader& in, Allocation& allocation, std::size_t i) {
+  in.take_bytes();
+  allocation.ids[i] = in.take<std::uint64_t>();
+  allocation.bases[i] = in.take<std::uint64_t>();
+  allocation.sizes[i] = in.take<std::uint64_t>();
+}
+
+}  // namespace
+
 Memory::Memory(const Peers& peers, Progress& progress, Exchange exchange, std::string job_tag, std::vector<long> pids,
                std::size_t keep_freed_bytes)
     : peers_(peers),
@@ -142,19 +163,13 @@ std::unique_ptr<Allocation> Memory::collective_allocate(std::size_t bytes, bool 
   }
 
   const auto n = static_cast<std::size_t>(peers_.size());
-  allocation->ids.assign(n, 0);
-  allocation->bases.assign(n, 0);
-  allocation->sizes.assign(n, 0);
+  size_parts(*allocation, n);
   allocation->mapped.resize(n);
-  allocation->keys.assign(n, platform::RemoteKey{});
   for (int r = 0; r < peers_.size(); ++r) {
     const auto i = static_cast<std::size_t>(r);
     if (records[i].empty()) continue;  // outside the group
     RecordReader in(records[i]);
-    in.take_bytes();  // no failure: checked above
-    allocation->ids[i] = in.take<std::uint64_t>();
-    allocation->bases[i] = in.take<std::uint64_t>();
-    allocation->sizes[i] = in.take<std::uint64_t>();
+    read_part_head(in, *allocation, i);
     auto key = in.take_bytes();
     if (allocation->sizes[i] == 0) continue;
     if (peers_.kind(r) == PeerKind::shared_memory)
@@ -326,20 +341,14 @@ std::vector<void*> Memory::allocate(const char* call, std::size_t bytes, const M
   }
 
   const auto n = static_cast<std::size_t>(peers_.size());
-  allocation->ids.assign(n, 0);
-  allocation->bases.assign(n, 0);
-  allocation->sizes.assign(n, 0);
+  size_parts(*allocation, n);
   allocation->segments.assign(n, 0);
-  allocation->keys.assign(n, platform::RemoteKey{});
   std::vector<std::byte*> local(n, nullptr);
   for (int r = 0; r < peers_.size(); ++r) {
     const auto i = static_cast<std::size_t>(r);
     if (records[i].empty()) continue;  // outside the group
     RecordReader in(records[i]);
-    in.take_bytes();  // no failure: checked above
-    allocation->ids[i] = in.take<std::uint64_t>();
-    allocation->bases[i] = in.take<std::uint64_t>();
-    allocation->sizes[i] = in.take<std::uint64_t>();
+    read_part_head(in, *allocation, i);
     allocation->segments[i] = in.take<std::uint64_t>();
     const auto capacity = in.take<std::uint64_t>();
     const bool new_segment = in.take<std::uint8_t>() != 0;
