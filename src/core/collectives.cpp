@@ -14,18 +14,31 @@
 
 namespace armci {
 
-// One piece in flight from one sender to one receiver, in the receiver's
-// inbox. The sender writes the piece and then `posted` (its sequence
-// number); the receiver copies it out and then sets `taken` to the same
-// number, which frees the slot for the next piece. Counters on their own
-// cache lines: each has one writer.
+// One message from one sender to one receiver, in the receiver's inbox.
+// The sender fills it and then stores `sequence`; the receiver reads it
+// and, once done with the whole message, advances the pair's Consumed
+// counter, which frees this cell kCells messages later.
+struct alignas(64) Collectives::Cell {
+  std::atomic<std::uint64_t> sequence;
+  std::uint32_t form;  // bytes inline, or kPieces / kSingleCopy
+  std::int32_t tag;
+  std::uint64_t total;
+  std::byte data[kInlineBytes];  // the message, or the sender's address
+};
+
+// A piece of a longer message. Counters on their own cache lines: each
+// has one writer.
 struct Collectives::Slot {
   alignas(64) std::atomic<std::uint64_t> posted;
   alignas(64) std::atomic<std::uint64_t> taken;
-  alignas(64) std::uint64_t bytes;
-  std::uint64_t total;  // the whole message's length (first piece)
-  std::int32_t tag;
   alignas(64) std::byte data[kSlotBytes];
+};
+
+// How many of a sender's messages the receiver has finished with; the
+// sender reads it only when the ring looks full (or to know that a
+// single copy was made), so the line mostly stays with the receiver.
+struct alignas(64) Collectives::Consumed {
+  std::atomic<std::uint64_t> messages;
 };
 
 // The start of every inbox: what a neighbour needs to read this process's
@@ -38,9 +51,13 @@ struct Collectives::InboxHeader {
 
 namespace {
 
-// A slot whose `bytes` says this carries no data but the address of the
-// sender's buffer, to be read from there.
-constexpr std::uint64_t kSingleCopyPiece = ~std::uint64_t{0};
+// Cell forms beyond the inline lengths: the message follows in slot
+// pieces, or is to be read from the sender's buffer at the address the
+// cell carries.
+constexpr std::uint32_t kPieces = ~std::uint32_t{0};
+constexpr std::uint32_t kSingleCopy = kPieces - 1;
+constexpr std::uint64_t kOwnUpEvery = 8;
+static_assert(kOwnUpEvery < Collectives::kCells);
 // What a neighbour must read at probe_address to trust single copies.
 constexpr std::uint64_t kProbeValue = 0x61726d6369706f6bull;
 const std::uint64_t probe_word = kProbeValue;
@@ -60,6 +77,9 @@ Collectives::Collectives(const Peers& peers, Memory& memory, Progress& progress,
   const auto n = static_cast<std::size_t>(peers_.size());
   sent_.assign(kChannels * n, 0);
   received_.assign(kChannels * n, 0);
+  pieces_sent_.assign(kChannels * n, 0);
+  pieces_received_.assign(kChannels * n, 0);
+  consumed_seen_.assign(kChannels * n, 0);
   queues_.resize(kChannels * n);
   node_index_.assign(n, 0);
   for (int node = 0; node < peers_.node_count(); ++node) {
@@ -67,6 +87,7 @@ Collectives::Collectives(const Peers& peers, Memory& memory, Progress& progress,
     for (std::size_t i = 0; i < members.size(); ++i) node_index_[static_cast<std::size_t>(members[i])] = static_cast<int>(i);
   }
   node_slots_ = static_cast<int>(peers_.node_members(peers_.node_of(peers_.rank())).size());
+  static_assert(sizeof(Cell) == kCellBytes);
 
   kind_ = messages_.add(
       "collective",
@@ -84,8 +105,9 @@ Collectives::Collectives(const Peers& peers, Memory& memory, Progress& progress,
   if (progress_.has_network())
     network_piece_ = std::min<std::size_t>(kSlotBytes, progress_.capabilities().max_message - sizeof(NetworkHeader) - 64);
 
+  const std::size_t pairs = kChannels * static_cast<std::size_t>(node_slots_);
   inboxes_ = memory_.collective_allocate(
-      sizeof(InboxHeader) + kChannels * static_cast<std::size_t>(node_slots_) * kDepth * sizeof(Slot), true);
+      sizeof(InboxHeader) + pairs * (sizeof(Consumed) + kCells * sizeof(Cell) + kDepth * sizeof(Slot)), true);
   inbox_local_.assign(n, nullptr);
   for (int r = 0; r < peers_.size(); ++r)
     if (!peers_.reached_by_network(r)) inbox_local_[static_cast<std::size_t>(r)] = inboxes_->local(peers_, r);
@@ -129,11 +151,37 @@ Collectives::~Collectives() {
   if (inboxes_) memory_.free_allocation(*inboxes_);
 }
 
-Collectives::Slot* Collectives::slot_at(int receiver, Channel channel, int sender, std::uint64_t sequence) const {
-  auto* slots = reinterpret_cast<Slot*>(inbox_local_[static_cast<std::size_t>(receiver)] + sizeof(InboxHeader));
-  const std::size_t pair = static_cast<std::size_t>(channel) * static_cast<std::size_t>(node_slots_) +
-                           static_cast<std::size_t>(node_index_[static_cast<std::size_t>(sender)]);
-  return &slots[pair * kDepth + static_cast<std::size_t>((sequence - 1) % kDepth)];
+// An inbox: the header, then per pair (channel, sender) its Consumed
+// counter, its ring of cells and its slots.
+Collectives::Consumed* Collectives::consumed_at(int receiver, Channel channel, int sender) const {
+  auto* consumed = reinterpret_cast<Consumed*>(inbox_local_[static_cast<std::size_t>(receiver)] + sizeof(InboxHeader));
+  return &consumed[pair_index(channel, sender)];
+}
+
+Collectives::Cell* Collectives::cell_at(int receiver, Channel channel, int sender, std::uint64_t sequence) const {
+  const std::size_t pairs = kChannels * static_cast<std::size_t>(node_slots_);
+  auto* cells = reinterpret_cast<Cell*>(inbox_local_[static_cast<std::size_t>(receiver)] + sizeof(InboxHeader) +
+                                        pairs * sizeof(Consumed));
+  return &cells[pair_index(channel, sender) * kCells + static_cast<std::size_t>((sequence - 1) % kCells)];
+}
+
+Collectives::Slot* Collectives::slot_at(int receiver, Channel channel, int sender, std::uint64_t piece) const {
+  const std::size_t pairs = kChannels * static_cast<std::size_t>(node_slots_);
+  auto* slots = reinterpret_cast<Slot*>(inbox_local_[static_cast<std::size_t>(receiver)] + sizeof(InboxHeader) +
+                                        pairs * (sizeof(Consumed) + kCells * sizeof(Cell)));
+  return &slots[pair_index(channel, sender) * kDepth + static_cast<std::size_t>((piece - 1) % kDepth)];
+}
+
+Collectives::Cell* Collectives::next_cell(Channel channel, int to, std::uint64_t sequence) {
+  std::uint64_t& seen = counter(consumed_seen_, channel, to);
+  if (sequence > seen + kCells) {
+    const Consumed* consumed = consumed_at(to, channel, peers_.rank());
+    progress_.until_stored([&] {
+      seen = consumed->messages.load(std::memory_order_acquire);
+      return sequence <= seen + kCells;
+    });
+  }
+  return cell_at(to, channel, peers_.rank(), sequence);
 }
 
 // ------------------------------------------------------------------ point to point
@@ -148,45 +196,47 @@ Collectives::Posted Collectives::post(Channel channel, int to, int tag, const vo
     send_network(channel, to, tag, from, bytes);
     return {};
   }
-  std::uint64_t& sent = counter(sent_, channel, to);
-  auto free_slot = [&](std::uint64_t sequence) {
-    Slot* slot = slot_at(to, channel, peers_.rank(), sequence);
-    // Free once the receiver took the piece that used it kDepth pieces ago.
-    const std::uint64_t previous = sequence > kDepth ? sequence - kDepth : 0;
-    progress_.until([&] { return slot->taken.load(std::memory_order_acquire) == previous; });
-    return slot;
-  };
+  const std::uint64_t sequence = ++counter(sent_, channel, to);
+  Cell* cell = next_cell(channel, to, sequence);
+  cell->tag = tag;
+  cell->total = bytes;
+  if (bytes <= kInlineBytes) {
+    if (bytes > 0) std::memcpy(cell->data, from, bytes);
+    cell->form = static_cast<std::uint32_t>(bytes);
+    cell->sequence.store(sequence, std::memory_order_release);
+    return {};
+  }
   if (single_copy_ && bytes >= (channel == Channel::collective ? kCollectiveSingleCopyMin : kSingleCopyMin)) {
-    const std::uint64_t sequence = ++sent;
-    Slot* slot = free_slot(sequence);
     const std::uint64_t address = reinterpret_cast<std::uintptr_t>(from);
-    std::memcpy(slot->data, &address, sizeof address);
-    slot->bytes = kSingleCopyPiece;
-    slot->total = bytes;
-    slot->tag = tag;
-    slot->posted.store(sequence, std::memory_order_release);
+    std::memcpy(cell->data, &address, sizeof address);
+    cell->form = kSingleCopy;
+    cell->sequence.store(sequence, std::memory_order_release);
     return {to, channel, sequence};
   }
-  std::size_t offset = 0;
-  do {
-    const std::size_t piece = std::min(kSlotBytes, bytes - offset);
-    const std::uint64_t sequence = ++sent;
-    Slot* slot = free_slot(sequence);
-    if (piece > 0) std::memcpy(slot->data, from + offset, piece);
-    slot->bytes = piece;
-    slot->total = bytes;
-    slot->tag = tag;
-    slot->posted.store(sequence, std::memory_order_release);
-    offset += piece;
-  } while (offset < bytes);
+  cell->form = kPieces;
+  cell->sequence.store(sequence, std::memory_order_release);
+  std::uint64_t& pieces = counter(pieces_sent_, channel, to);
+  for (std::size_t offset = 0; offset < bytes; offset += kSlotBytes) {
+    const std::uint64_t piece = ++pieces;
+    Slot* slot = slot_at(to, channel, peers_.rank(), piece);
+    // Free once the receiver took the piece that used it kDepth pieces ago.
+    const std::uint64_t previous = piece > kDepth ? piece - kDepth : 0;
+    progress_.until_stored([&] { return slot->taken.load(std::memory_order_acquire) == previous; });
+    std::memcpy(slot->data, from + offset, std::min(kSlotBytes, bytes - offset));
+    slot->posted.store(piece, std::memory_order_release);
+  }
   return {};
 }
 
 void Collectives::finish(const Posted& posted) {
   if (posted.single_copy_sequence == 0) return;
   // The receiver reads from our buffer: it stays ours to keep until then.
-  const Slot* slot = slot_at(posted.to, posted.channel, peers_.rank(), posted.single_copy_sequence);
-  progress_.until([&] { return slot->taken.load(std::memory_order_acquire) == posted.single_copy_sequence; });
+  const Consumed* consumed = consumed_at(posted.to, posted.channel, peers_.rank());
+  std::uint64_t& seen = counter(consumed_seen_, posted.channel, posted.to);
+  progress_.until_stored([&] {
+    seen = consumed->messages.load(std::memory_order_acquire);
+    return seen >= posted.single_copy_sequence;
+  });
 }
 
 void Collectives::send_network(Channel channel, int to, int tag, const std::byte* data, std::size_t bytes) {
@@ -220,57 +270,69 @@ std::size_t Collectives::receive_local_or_network(const char* call, Channel chan
     fold->combine(into, scratch_.data(), total / fold->element_bytes);
     return total;
   }
-  // Folding: each piece is combined into place where it lies (the slot, or
-  // a cache-sized stretch read from the sender), never staged whole.
+  // Folding: each piece is combined into place where it lies (the cell,
+  // the slot, or a cache-sized stretch read from the sender), never staged
+  // whole.
   auto deliver = [&](std::size_t offset, const std::byte* piece, std::size_t bytes) {
     if (fold) fold->combine(into + offset, piece, bytes / fold->element_bytes);
     else std::memcpy(into + offset, piece, bytes);
   };
-  std::uint64_t& received = counter(received_, channel, from);
-  std::size_t offset = 0;
-  std::size_t total = 0;
-  do {
-    const std::uint64_t sequence = received + 1;
-    Slot* slot = slot_at(peers_.rank(), channel, from, sequence);
-    progress_.until([&] { return slot->posted.load(std::memory_order_acquire) == sequence; });
-    if (offset == 0) {
-      total = slot->total;
-      if (tag >= 0 && slot->tag != tag)
-        fail(call, "the next message from rank %d has tag %d, not the tag %d asked for", from, slot->tag, tag);
-      if (total > capacity)
-        fail(call, "a message of %zu bytes from rank %d does not fit the buffer of %zu bytes", total, from, capacity);
-    }
-    if (slot->bytes == kSingleCopyPiece) {
-      std::uint64_t address;
-      std::memcpy(&address, slot->data, sizeof address);
-      const auto pid = static_cast<pid_t>(header_of(from)->pid);
-      const auto* remote = reinterpret_cast<const std::byte*>(address);
-      auto read_failed = [&] {
-        fail(call, "reading a message of %zu bytes from the memory of rank %d failed: %s", total, from,
-             std::strerror(errno));
-      };
-      if (!fold) {
-        if (total > 0 && !platform::read_process_memory(pid, remote, into, total)) read_failed();
-      } else {
-        constexpr std::size_t kStretch = 128 * 1024;  // read, then combined while still in the cache
-        stretch_.resize(kStretch);
-        for (std::size_t at = 0; at < total; at += kStretch) {
-          const std::size_t bytes = std::min(kStretch, total - at);
-          if (!platform::read_process_memory(pid, remote + at, stretch_.data(), bytes)) read_failed();
-          deliver(at, stretch_.data(), bytes);
-        }
+  const Announced message = await_cell(channel, from);
+  const Cell* cell = message.cell;
+  const std::size_t total = message.total;
+  if (tag >= 0 && cell->tag != tag)
+    fail(call, "the next message from rank %d has tag %d, not the tag %d asked for", from, cell->tag, tag);
+  if (total > capacity)
+    fail(call, "a message of %zu bytes from rank %d does not fit the buffer of %zu bytes", total, from, capacity);
+  if (cell->form == kSingleCopy) {
+    std::uint64_t address;
+    std::memcpy(&address, cell->data, sizeof address);
+    const auto pid = static_cast<pid_t>(header_of(from)->pid);
+    const auto* remote = reinterpret_cast<const std::byte*>(address);
+    auto read_failed = [&] {
+      fail(call, "reading a message of %zu bytes from the memory of rank %d failed: %s", total, from,
+           std::strerror(errno));
+    };
+    if (!fold) {
+      if (total > 0 && !platform::read_process_memory(pid, remote, into, total)) read_failed();
+    } else {
+      constexpr std::size_t kStretch = 128 * 1024;  // read, then combined while still in the cache
+      stretch_.resize(kStretch);
+      for (std::size_t at = 0; at < total; at += kStretch) {
+        const std::size_t bytes = std::min(kStretch, total - at);
+        if (!platform::read_process_memory(pid, remote + at, stretch_.data(), bytes)) read_failed();
+        deliver(at, stretch_.data(), bytes);
       }
-      received = sequence;
-      slot->taken.store(sequence, std::memory_order_release);
-      return total;
     }
-    const std::size_t piece = slot->bytes;
-    if (piece > 0) deliver(offset, slot->data, piece);
-    offset += piece;
-    received = sequence;
-    slot->taken.store(sequence, std::memory_order_release);
-  } while (offset < total);
+  } else if (cell->form == kPieces) {
+    std::uint64_t& pieces = counter(pieces_received_, channel, from);
+    for (std::size_t offset = 0; offset < total; offset += kSlotBytes) {
+      const std::uint64_t piece = pieces + 1;
+      Slot* slot = slot_at(peers_.rank(), channel, from, piece);
+      progress_.until_stored([&] { return slot->posted.load(std::memory_order_acquire) == piece; });
+      deliver(offset, slot->data, std::min(kSlotBytes, total - offset));
+      pieces = piece;
+      slot->taken.store(piece, std::memory_order_release);
+    }
+  } else if (total > 0) {
+    deliver(0, cell->data, total);
+  }
+  counter(received_, channel, from) = message.sequence;
+  // A sender waits on this only when kCells messages are ahead, or for a
+  // single copy to be made: short messages are owned up to in batches, so
+  // the line stays here instead of crossing to a sender polling it each
+  // message. At most kOwnUpEvery - 1 go unowned, so a sender never waits
+  // for messages that were taken.
+  if (cell->form == kSingleCopy || cell->form == kPieces || message.sequence % kOwnUpEvery == 0)
+    consumed_at(peers_.rank(), channel, from)->messages.store(message.sequence, std::memory_order_release);
   return total;
+}
+
+Collectives::Announced Collectives::await_cell(Channel channel, int from) {
+  const std::uint64_t sequence = counter(received_, channel, from) + 1;
+  Cell* cell = cell_at(peers_.rank(), channel, from, sequence);
+  progress_.until_stored([&] { return cell->sequence.load(std::memory_order_acquire) == sequence; });
+  return {cell, sequence, static_cast<std::size_t>(cell->total)};
 }
 
 std::size_t Collectives::receive_network(const char* call, Channel channel, int from, int tag, std::byte* data,
@@ -308,18 +370,14 @@ std::size_t Collectives::receive_network(const char* call, Channel channel, int 
 
 bool Collectives::waiting(Channel channel, int from) {
   const std::uint64_t next = counter(received_, channel, from) + 1;
-  if (local(from)) return slot_at(peers_.rank(), channel, from, next)->posted.load(std::memory_order_acquire) == next;
+  if (local(from)) return cell_at(peers_.rank(), channel, from, next)->sequence.load(std::memory_order_acquire) == next;
   std::lock_guard guard(queues_mutex_);
   return queue(channel, from).count(next) != 0;
 }
 
 std::size_t Collectives::next_length(Channel channel, int from) {
   const std::uint64_t next = counter(received_, channel, from) + 1;
-  if (local(from)) {
-    Slot* slot = slot_at(peers_.rank(), channel, from, next);
-    progress_.until([&] { return slot->posted.load(std::memory_order_acquire) == next; });
-    return slot->total;
-  }
+  if (local(from)) return await_cell(channel, from).total;
   std::map<std::uint64_t, Arrived>& arrived = queue(channel, from);
   progress_.until([&] {
     std::lock_guard guard(queues_mutex_);
@@ -360,7 +418,7 @@ void Collectives::barrier(const Team& team) {
 }
 
 void Collectives::broadcast_tree(const Team& team, int root, const std::function<void(int)>& receive_from,
-                                 const std::function<void(int)>& send_to) {
+                                 const std::function<Posted(int)>& post_to) {
   // Binomial tree over indices relative to the root.
   const int n = team.size();
   const int relative = (team.me - root + n) % n;
@@ -371,14 +429,19 @@ void Collectives::broadcast_tree(const Team& team, int root, const std::function
       receive_from(member(relative - mask));
       break;
     }
+  // Every child is told before any is waited for, so children reading
+  // our buffer in single copies read it at the same time.
+  Posted children[sizeof(int) * 8];
+  int count = 0;
   for (mask >>= 1; mask > 0; mask >>= 1)
-    if (relative + mask < n) send_to(member(relative + mask));
+    if (relative + mask < n) children[count++] = post_to(member(relative + mask));
+  for (int i = 0; i < count; ++i) finish(children[i]);
 }
 
 void Collectives::broadcast(const Team& team, void* data, std::size_t bytes, int root) {
   broadcast_tree(
       team, root, [&](int from) { receive("armci_msg_bcast", Channel::collective, from, -1, data, bytes); },
-      [&](int to) { send(Channel::collective, to, 0, data, bytes); });
+      [&](int to) { return post(Channel::collective, to, 0, data, bytes); });
 }
 
 void Collectives::exchange(int partner, const void* out, std::size_t out_bytes, void* in, std::size_t in_bytes,
@@ -516,7 +579,7 @@ std::vector<std::vector<std::byte>> Collectives::allgather(const Team& team, std
         packed.resize(next_length(Channel::collective, from));
         receive("allgather", Channel::collective, from, -1, packed.data(), packed.size());
       },
-      [&](int to) { send(Channel::collective, to, 0, packed.data(), packed.size()); });
+      [&](int to) { return post(Channel::collective, to, 0, packed.data(), packed.size()); });
   std::vector<std::vector<std::byte>> records(static_cast<std::size_t>(n));
   std::size_t at = 0;
   for (auto& record : records) {

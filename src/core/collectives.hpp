@@ -74,12 +74,24 @@ class Collectives {
   // Everyone's record, by team index.
   std::vector<std::vector<std::byte>> allgather(const Team& team, std::span<const std::byte> mine);
 
-  // Bytes one slot carries; longer messages go in pieces, up to kDepth of
-  // them ahead of the receiver. Every rank's inbox holds channels x node
-  // size x kDepth slots made at ARMCI_Init, so this is /dev/shm that every
-  // job pays for before its first ARMCI_Malloc (and it grows with the
-  // square of the ranks per node): 4 x 64 KiB took 2 MiB per rank at 4 ranks
-  // and left a shared-memory-only job unable to start in a 1 MiB /dev/shm.
+  // Every node message is announced by a cell in a ring per pair, and a
+  // short one travels inside its cell: the sender writes one cache line
+  // and the receiver reads it, where separate flag, length and data lines
+  // cost four transfers each way. kCells messages may be ahead of their
+  // receiver (a root broadcasting back to back ran two ahead and then
+  // waited for a context switch per pair of messages at np 4).
+  static constexpr int kCells = 32;
+  static constexpr std::size_t kCellBytes = 128;
+  // Bytes a cell carries itself; the first 40 share the cache line of
+  // its sequence number.
+  static constexpr std::size_t kInlineBytes = 104;
+  // Longer messages follow their cell in pieces through slots of this many
+  // bytes, up to kDepth of them ahead of the receiver. Every rank's inbox
+  // holds channels x node size x kDepth slots made at ARMCI_Init, so this is
+  // /dev/shm that every job pays for before its first ARMCI_Malloc (and it
+  // grows with the square of the ranks per node): 4 x 64 KiB took 2 MiB per
+  // rank at 4 ranks and left a shared-memory-only job unable to start in a
+  // 1 MiB /dev/shm.
   static constexpr std::size_t kSlotBytes = 16 * 1024;
   static constexpr int kDepth = 2;
   // Longer messages to a node neighbour are read by the receiver straight
@@ -97,7 +109,9 @@ class Collectives {
   static constexpr std::size_t kWholeBufferReduceMax = 8 * 1024;
 
  private:
+  struct Cell;
   struct Slot;
+  struct Consumed;
   struct InboxHeader;
   // A message started towards `to`: done once `finish` returns.
   struct Posted {
@@ -105,14 +119,32 @@ class Collectives {
     Channel channel = Channel::collective;
     std::uint64_t single_copy_sequence = 0;  // 0: nothing left to wait for
   };
+  // A message the receiver has seen announced: in its cell, pieces or a
+  // single copy to follow.
+  struct Announced {
+    Cell* cell;
+    std::uint64_t sequence;
+    std::size_t total;
+  };
+  Announced await_cell(Channel channel, int from);
   struct Arrived {
     int tag;
     std::uint64_t total;
     std::vector<std::byte> bytes;
   };
 
-  // The slot piece `sequence` (from 1) from sender to receiver goes through.
-  Slot* slot_at(int receiver, Channel channel, int sender, std::uint64_t sequence) const;
+  // Where message `sequence` (from 1) from sender to receiver is announced,
+  // where piece `piece` (from 1) of the longer ones goes through, and how
+  // far the receiver has taken the sender's messages.
+  Cell* cell_at(int receiver, Channel channel, int sender, std::uint64_t sequence) const;
+  Slot* slot_at(int receiver, Channel channel, int sender, std::uint64_t piece) const;
+  Consumed* consumed_at(int receiver, Channel channel, int sender) const;
+  std::size_t pair_index(Channel channel, int sender) const {
+    return static_cast<std::size_t>(channel) * static_cast<std::size_t>(node_slots_) +
+           static_cast<std::size_t>(node_index_[static_cast<std::size_t>(sender)]);
+  }
+  // A free cell for our next message to `to`: the one kCells back taken.
+  Cell* next_cell(Channel channel, int to, std::uint64_t sequence);
   bool local(int proc) const { return inbox_local_[static_cast<std::size_t>(proc)] != nullptr; }
   InboxHeader* header_of(int proc) const;
   Posted post(Channel channel, int to, int tag, const void* data, std::size_t bytes);
@@ -139,9 +171,9 @@ class Collectives {
   // here (it stays to be received).
   std::size_t next_length(Channel channel, int from);
   // The binomial tree of a broadcast: receive_from(member) once (but at the
-  // root), then send_to(member) for each child.
+  // root), then post_to(member) for each child, then finishes those.
   void broadcast_tree(const Team& team, int root, const std::function<void(int)>& receive_from,
-                      const std::function<void(int)>& send_to);
+                      const std::function<Posted(int)>& post_to);
   void send_network(Channel channel, int to, int tag, const std::byte* data, std::size_t bytes);
   std::size_t receive_network(const char* call, Channel channel, int from, int tag, std::byte* data,
                               std::size_t capacity);
@@ -172,8 +204,11 @@ class Collectives {
   std::vector<std::byte> scratch_;        // all-reduce: the partner's data
   std::vector<std::byte> stretch_;        // a cache-sized piece read from a sender, combined at once
 
-  std::vector<std::uint64_t> sent_;      // per channel and rank: pieces sent (both paths)
-  std::vector<std::uint64_t> received_;  // per channel and rank: pieces taken
+  std::vector<std::uint64_t> sent_;      // per channel and rank: messages (node) or pieces (network) sent
+  std::vector<std::uint64_t> received_;  // per channel and rank: the same, taken
+  std::vector<std::uint64_t> pieces_sent_;      // per channel and node neighbour: slot pieces
+  std::vector<std::uint64_t> pieces_received_;  // per channel and node neighbour
+  std::vector<std::uint64_t> consumed_seen_;    // per channel and node neighbour: its last known progress
   std::mutex queues_mutex_;              // handlers run on whichever thread progresses
   std::vector<std::map<std::uint64_t, Arrived>> queues_;
   int any_next_ = 0;  // where wait_any starts looking, so no sender starves

@@ -128,6 +128,19 @@ class Progress {
     }
   }
 
+  // A wait for a node neighbour's store to shared memory: the condition is
+  // polled on its own a while between rounds of network progress, each of
+  // which costs as much as a message takes to arrive (a poll is a load from
+  // the cache).
+  template <typename Done>
+  void until_stored(Done done) {
+    until([&] {
+      for (int poll = 0; poll < 128; ++poll)
+        if (done()) return true;
+      return false;
+    });
+  }
+
   // Background work is registered once, at start-up, before the helper runs.
   void add_background(BackgroundWork& work) { background_.push_back(&work); }
   // Pipelines still waiting for buffers are not on the wire yet: a fence
