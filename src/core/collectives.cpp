@@ -439,6 +439,24 @@ void Collectives::broadcast_tree(const Team& team, int root, const std::function
 }
 
 void Collectives::broadcast(const Team& team, void* data, std::size_t bytes, int root) {
+  // Within one node, members read a long message straight from the root's
+  // buffer all at once: a tree would make the copies follow one another
+  // down its levels (at np 4, 32 KiB took 39 us where MPI took 17).
+  const bool flat = single_copy_ && bytes >= kCollectiveSingleCopyMin &&
+                    std::all_of(team.members.begin(), team.members.end(), [&](int member) { return local(member); });
+  if (flat) {
+    const int root_rank = team.members[static_cast<std::size_t>(root)];
+    if (team.me != root) {
+      receive("armci_msg_bcast", Channel::collective, root_rank, -1, data, bytes);
+      return;
+    }
+    std::vector<Posted> readers;
+    readers.reserve(team.members.size());
+    for (int member : team.members)
+      if (member != root_rank) readers.push_back(post(Channel::collective, member, 0, data, bytes));
+    for (const Posted& reader : readers) finish(reader);
+    return;
+  }
   broadcast_tree(
       team, root, [&](int from) { receive("armci_msg_bcast", Channel::collective, from, -1, data, bytes); },
       [&](int to) { return post(Channel::collective, to, 0, data, bytes); });
