@@ -190,14 +190,17 @@ static void split_columns(const csr_t *m, int c0, int c1, csr_t *inside, csr_t *
   }
 }
 
-/* y = m x (add = 0) or y += m x (add = 1); x is indexed by global column. */
-static void spmv(const csr_t *m, const double *x, double *y, int add) {
-  for (int r = 0; r < m->nrows; r++) {
+/* Rows [r0, r1) of y = m x (add = 0) or y += m x (add = 1); x is indexed by
+ * global column. */
+static void spmv_rows(const csr_t *m, const double *x, double *y, int add, int r0, int r1) {
+  for (int r = r0; r < r1; r++) {
     double sum = add ? y[r] : 0.0;
     for (int k = m->rowstr[r]; k < m->rowstr[r + 1]; k++) sum += m->a[k] * x[m->colidx[k]];
     y[r] = sum;
   }
 }
+
+static void spmv(const csr_t *m, const double *x, double *y, int add) { spmv_rows(m, x, y, add, 0, m->nrows); }
 
 typedef struct {
   csr_t own, other;      /* own columns / the rest */
@@ -218,7 +221,12 @@ static double dot(const double *x, const double *y, int n) {
 static void matvec(cg_t *cg, double *y) {
   nas_allgather_start(cg->pfull, cg->pbases, cg->offs, cg->lens);
   double t0 = nas_wtime();
-  spmv(&cg->own, cg->pfull, y, 0);
+  /* In pieces, so that the peers hear of this rank's part while it runs. */
+  enum { PIECES = 8 };
+  for (int i = 0; i < PIECES; i++) {
+    spmv_rows(&cg->own, cg->pfull, y, 0, (int)((long)cg->nrows * i / PIECES), (int)((long)cg->nrows * (i + 1) / PIECES));
+    nas_allgather_progress();
+  }
   nas_toc(nas_phase("spmv own cols"), t0);
   nas_allgather_finish();
   t0 = nas_wtime();

@@ -95,6 +95,10 @@ static double *reduce_slots;
 static void **reduce_bases;
 static int reduce_round;
 static armci_hdl_t *gather_handles;
+static struct {
+  int pending;
+  char *told;   /* armci-nb: per peer, notified of this rank's part */
+} gather;
 
 void nas_start(int argc, char **argv, const char *kernel, int max_np) {
   nas.cls = 'S';
@@ -134,6 +138,7 @@ void nas_start(int argc, char **argv, const char *kernel, int max_np) {
   if (nas.variant != NAS_MPI) {
     reduce_slots = nas_alloc((size_t)2 * nas.np * NAS_REDUCE_MAX, &reduce_bases);
     gather_handles = calloc((size_t)nas.np, sizeof *gather_handles);
+    gather.told = calloc((size_t)nas.np, 1);
   }
 }
 
@@ -144,6 +149,7 @@ void nas_finish(void) {
   }
   if (reduce_slots) nas_free(reduce_slots, reduce_bases);
   free(gather_handles);
+  free(gather.told);
   ARMCI_Finalize();
 }
 
@@ -241,9 +247,6 @@ void nas_allreduce_max(double *v, int n) { reduce(v, n, REDUCE_MAX); }
 
 /* ------------------------------------------------------------- allgather */
 
-static struct {
-  int pending;
-} gather;
 
 static void gather_moving(double *buf, void **bases, const long *offs, const long *lens);
 
@@ -277,12 +280,27 @@ static void gather_moving(double *buf, void **bases, const long *offs, const lon
     } else {
       ARMCI_INIT_HANDLE(&gather_handles[r]);
       ARMCI_NbPut(buf + offs[nas.me], there, bytes, r, &gather_handles[r]);
+      gather.told[r] = 0;
     }
   }
   if (nas.variant == NAS_ARMCI) {
     for (int k = 1; k < nas.np; k++) armci_notify_wait((nas.me + nas.np - k) % nas.np, NULL);
   } else {
     gather.pending = 1;
+    nas_allgather_progress();
+  }
+}
+
+/* A peer waits for the notification, not for the put: it goes out as soon
+ * as the put completed (armci_notify orders itself after the put), rather
+ * than after this rank's computation. */
+void nas_allgather_progress(void) {
+  if (!gather.pending) return;
+  for (int k = 1; k < nas.np; k++) {
+    const int r = (nas.me + k) % nas.np;
+    if (gather.told[r] || ARMCI_Test(&gather_handles[r]) != 0) continue;
+    armci_notify(r);
+    gather.told[r] = 1;
   }
 }
 
@@ -292,6 +310,7 @@ void nas_allgather_finish(void) {
   const double t0 = nas_wtime();
   for (int k = 1; k < nas.np; k++) {
     const int r = (nas.me + k) % nas.np;
+    if (gather.told[r]) continue;
     ARMCI_Wait(&gather_handles[r]);
     armci_notify(r);
   }

@@ -78,6 +78,9 @@ void nas_allreduce_max(double *v, int n);
  * in place here and this rank's buffer may be written again. */
 void nas_allgather_start(double *buf, void **bases, const long *offs, const long *lens);
 void nas_allgather_finish(void);
+/* armci-nb: tells the peers whose part has arrived; call it between pieces
+ * of the computation that overlaps the allgather. */
+void nas_allgather_progress(void);
 
 /* The NPB report lines, plus the variant and the communication time (the
  * largest over the ranks, of the timed part: call with comm_seconds measured
