@@ -9,10 +9,17 @@
  * every level with at least two planes per rank; the coarser levels are
  * small and every rank computes them whole (replicated). Communication: the
  * boundary planes of each slab after every operator (a neighbour exchange),
- * and one allgather where the V-cycle enters the replicated levels. The
- * armci-nb variant computes a slab's two boundary planes first, puts them to
- * the neighbours nonblocking, and computes the inner planes while they
- * travel.
+ * and one allgather where the V-cycle enters the replicated levels.
+ *
+ * armci-nb pipelines the operators: each computes first the planes that
+ * read no ghost, while the previous operator's boundary planes travel, then
+ * waits for those, computes its own two boundary planes and puts them, to
+ * travel while the next operator runs. Why a put never lands on a ghost
+ * still being read: a rank puts operator n's planes only after both
+ * neighbours told it they finished operator n-1, so they are in operator n
+ * or later, and no operator reads the ghosts of the array it writes.
+ * Notifications are counted per peer and shared with the allgather and the
+ * reductions, so a pending exchange is finished before either.
  */
 #include "nas_common.h"
 
