@@ -85,6 +85,7 @@ Memory::~Memory() = default;
 
 void Memory::region_missing(const char* call, const char* argument, int proc, const void* address,
                             std::size_t bytes) {
+  if (peer_failure_known() && is_dead(proc)) peer_dead(proc);
   fail(call, "argument '%s' (%p, %zu bytes) is not inside any ARMCI_Malloc region of rank %d", argument, address,
        bytes, proc);
 }
@@ -492,6 +493,11 @@ const std::vector<std::byte>* Memory::own_key(const Region& region) const {
   auto found = allocations_.find(region.allocation);
   if (found == allocations_.end() || found->second->own_key.empty()) return nullptr;
   return &found->second->own_key;
+}
+
+void Memory::forget_rank(int rank) {
+  std::lock_guard guard(progress_.mutex());  // the helper reads the table
+  regions_.clear(rank);
 }
 
 // ------------------------------------------------------------------ control blocks

@@ -165,6 +165,11 @@ class Memory {
   }
   platform::RemoteKey control_key(int proc) const { return control_->keys[static_cast<std::size_t>(proc)]; }
 
+  // A dead rank's regions leave the table (return mode, at an API entry):
+  // a transfer to it then fails its lookup, where region_missing names the
+  // death, so the hot path tests nothing more.
+  void forget_rank(int rank);
+
   // Frees every allocation (shutdown, after the last barrier); the control
   // blocks go last, by free_control_blocks().
   void free_all();
