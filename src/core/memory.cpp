@@ -539,13 +539,20 @@ void Memory::cleanup_names() {
   // made by a same-host rank goes: this path ends the job, and a finished
   // allocation's names are gone already.
   if (allocating_ == 0 || !peers_.neighbours_share_memory()) return;
-  std::vector<long> neighbour_pids;
+  std::vector<int> neighbours;
   for (int r = 0; r < peers_.size(); ++r)
+    if (peers_.kind(r) == PeerKind::self || peers_.kind(r) == PeerKind::shared_memory) neighbours.push_back(r);
+  remove_names_of(neighbours);
+}
+
+void Memory::remove_names_of(const std::vector<int>& ranks) {
+  std::vector<long> pids;
+  for (int r : ranks)
     if (peers_.kind(r) == PeerKind::self || peers_.kind(r) == PeerKind::shared_memory)
-      neighbour_pids.push_back(pids_[static_cast<std::size_t>(r)]);
+      pids.push_back(pids_[static_cast<std::size_t>(r)]);
+  if (pids.empty()) return;
   segment_names::for_each([&](const std::string& name, const segment_names::Parsed& parsed) {
-    if (parsed.tag == job_tag_ &&
-        std::find(neighbour_pids.begin(), neighbour_pids.end(), parsed.pid) != neighbour_pids.end())
+    if (parsed.tag == job_tag_ && std::find(pids.begin(), pids.end(), parsed.pid) != pids.end())
       shm_unlink(("/" + name).c_str());
   });
 }

@@ -176,6 +176,9 @@ class Memory {
   void free_control_blocks();
   // Removes shared-memory names that are still linked; safe on error paths.
   void cleanup_names();
+  // Removes every name of this job made by these ranks (same host only):
+  // dead neighbours cannot remove their own.
+  void remove_names_of(const std::vector<int>& ranks);
 
  private:
   // One of this rank's segments that ARMCI_Malloc parts are carved from.

@@ -233,6 +233,7 @@ void Runtime::shut_down() {
   const bool alone = peer_failure_known();
   if (alone) {
     memory_->cleanup_names();
+    memory_->remove_names_of(dead_ranks());
   } else {
     completions_->all_fence();
     completions_->complete_all_requests();
