@@ -256,13 +256,18 @@ std::uint64_t Memory::take_segment(std::uint64_t id, std::size_t bytes, const st
   return id;
 }
 
-bool Memory::should_destroy(std::uint64_t id, const std::vector<bool>& members) const {
+bool Memory::should_keep_for_others(std::uint64_t id, const std::vector<bool>& members) const {
   const OwnSegment& segment = own_segments_.at(id);
+  for (std::size_t r = 0; r < members.size(); ++r)
+    if (segment.known_by[r] && !members[r]) return true;
+  return false;
+}
+
+bool Memory::should_destroy(std::uint64_t id, const std::vector<bool>& members) const {
   // Only a release that every holder of a mapping or key takes part in can
   // tell them all to drop theirs; otherwise it stays spare.
-  for (std::size_t r = 0; r < members.size(); ++r)
-    if (segment.known_by[r] && !members[r]) return false;
-  return spare_bytes_ + segment.memory.size() > keep_freed_bytes_;
+  if (should_keep_for_others(id, members)) return false;
+  return spare_bytes_ + own_segments_.at(id).memory.size() > keep_freed_bytes_;
 }
 
 void Memory::give_back_segment(std::uint64_t id, bool destroy) {
@@ -285,6 +290,46 @@ void Memory::drop_peer_segment(PeerSegment& segment) {
 }
 
 std::vector<void*> Memory::allocate(const char* call, std::size_t bytes, const Members* members) {
+  if (auto bases = try_allocate(call, bytes, members, true)) return std::move(*bases);
+  release_spares(members);
+  return std::move(*try_allocate(call, bytes, members, false));
+}
+
+void Memory::release_spares(const Members* members) {
+  const std::vector<bool> mask = member_mask(members);
+  std::vector<std::uint64_t> mine;
+  for (const auto& [size, id] : spare_segments_)
+    if (!should_keep_for_others(id, mask)) mine.push_back(id);
+  RecordWriter record;
+  record.add<std::uint64_t>(mine.size());
+  for (std::uint64_t id : mine) record.add<std::uint64_t>(id);
+  auto records = members ? members->exchange(record.bytes) : exchange_(record.bytes);
+  for (int r = 0; r < peers_.size(); ++r) {
+    if (records[static_cast<std::size_t>(r)].empty()) continue;  // outside the group
+    RecordReader in(records[static_cast<std::size_t>(r)]);
+    for (auto n = in.take<std::uint64_t>(); n > 0; --n) {
+      auto reached = peer_segments_.find({r, in.take<std::uint64_t>()});
+      if (reached == peer_segments_.end()) continue;
+      drop_peer_segment(reached->second);
+      peer_segments_.erase(reached);
+    }
+  }
+  for (auto it = spare_segments_.begin(); it != spare_segments_.end();) {
+    if (std::find(mine.begin(), mine.end(), it->second) == mine.end()) {
+      ++it;
+      continue;
+    }
+    spare_bytes_ -= it->first;
+    give_back_segment(it->second, true);
+    it = spare_segments_.erase(it);
+  }
+  // A segment's pages are free once its last mapping is gone: everyone's.
+  if (members) members->barrier();
+  else barrier_();
+}
+
+std::optional<std::vector<void*>> Memory::try_allocate(const char* call, std::size_t bytes, const Members* members,
+                                                       bool may_retry) {
   auto allocation = std::make_unique<Allocation>();
   allocation->id = next_allocation_++;
   allocating_ = allocation->id;
@@ -314,6 +359,7 @@ std::vector<void*> Memory::allocate(const char* call, std::size_t bytes, const M
   record.add<std::uint8_t>(made ? 1 : 0);
   // Keys go with new segments only: the holders keep those of spare ones.
   record.add_bytes(made ? std::span<const std::byte>(mine->packed_key) : std::span<const std::byte>());
+  record.add<std::uint64_t>(spare_bytes_);
   std::vector<std::vector<std::byte>> records;
   try {
     records = members ? members->exchange(record.bytes) : exchange_(record.bytes);
@@ -324,19 +370,25 @@ std::vector<void*> Memory::allocate(const char* call, std::size_t bytes, const M
   }
 
   std::string failures;
-  bool any_made = false;
+  bool any_made = false, any_spares = false;
   for (const auto& theirs : records) {
     if (theirs.empty()) continue;  // outside the group
     RecordReader in(theirs);
     auto text = in.take_bytes();
     for (int skip = 0; skip < 5; ++skip) in.take<std::uint64_t>();
     any_made |= in.take<std::uint8_t>() != 0;
+    in.take_bytes();
+    any_spares |= in.take<std::uint64_t>() != 0;
     if (text.empty()) continue;
     if (!failures.empty()) failures += "; ";
     failures.append(reinterpret_cast<const char*>(text.data()), text.size());
   }
   if (!failures.empty()) {
     if (my_segment != 0) give_back_segment(my_segment, made);
+    if (may_retry && any_spares) {
+      allocating_ = 0;
+      return std::nullopt;
+    }
     probe_liveness();
     fail(call, "allocating %zu bytes failed: %s", bytes, failures.c_str());
   }

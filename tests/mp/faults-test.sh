@@ -9,6 +9,8 @@
 #     fit must fail on all of them; an allocation that fits must work; a
 #     shared-memory-only job must start in a 1 MiB /dev/shm (no network
 #     layer shared memory needed); /dev/shm must be empty afterwards.
+#     Spare segments (ARMCI_MALLOC_KEEP) are given back, on every rank,
+#     before an allocation that needs their room fails.
 #  2. A rank killed (SIGKILL) while the others are in ARMCI_Barrier, wait in
 #     ARMCI_Lock for a mutex it holds, or ARMCI_Wait on a get from it, with
 #     shared memory and with UCX: every survivor ends within 30 s with an
@@ -87,6 +89,17 @@ else
     elif [ -s "$work/left" ]; then bad "$name" "left in /dev/shm: $(tr '\n' ' ' <"$work/left")"
     else ok "$name"; fi
   done
+  # The first part (400 KiB a rank) stays spare after ARMCI_Free
+  # (ARMCI_MALLOC_KEEP, capped by a share of the free /dev/shm); the second
+  # (3700 KiB a rank) fits only once the spares are given back (it fails
+  # when they are not: checked by hand with the release left out).
+  NO_RECOVERY=1 unshare -m bash -c "shm_case 8 job 2 60 ARMCI_SHM=1 -- $bindir/mp_faults allocfree 400 3700"
+  rc=$?
+  name="shm-full: spare segments given back for an allocation that needs their room"
+  if [ $rc -ne 0 ] || [ "$(grep -c '^PASS mp_faults' "$work/out")" -ne 2 ]; then bad "$name" "exit status $rc"
+  elif [ "$(grep -c '^allocated 3700 KiB' "$work/out")" -ne 2 ]; then bad "$name" "the data was not read back on every rank"
+  elif [ -s "$work/left" ]; then bad "$name" "left in /dev/shm: $(tr '\n' ' ' <"$work/left")"
+  else ok "$name"; fi
   NO_RECOVERY=1 unshare -m bash -c "shm_case 1 job 3 60 ARMCI_SHM=1 -- $bindir/mp_faults alloc 64"
   rc=$?
   name="shm-only job in a 1 MiB /dev/shm"

@@ -6,6 +6,9 @@
  *   alloc KIB...  ARMCI_Malloc of each size in turn, every byte written;
  *                 prints "allocated N KiB rank R" after each (a full
  *                 /dev/shm must fail the call on every rank instead)
+ *   allocfree A B ARMCI_Malloc of A KiB, freed (kept spare), then of B KiB;
+ *                 every rank writes its part of B, reads its neighbour's
+ *                 back and checks it; prints "allocated B KiB rank R"
  *   mallocloop N  N rounds of Malloc/Free of 256 KiB; the script kills a
  *                 rank from outside at some point of it
  *   barrier       the last rank dies (SIGKILL) after a barrier; the others
@@ -150,6 +153,28 @@ int main(int argc, char **argv) {
       printf("allocated %ld KiB rank %d\n", kib, me);
       fflush(stdout);
     }
+    ARMCI_Finalize();
+    mp_pass("mp_faults", me);
+    return 0;
+  }
+  if (strcmp(c, "allocfree") == 0) {
+    MP_CHECK(argc == 4, "usage: mp_faults allocfree KIB KIB");
+    const size_t first = (size_t)atol(argv[2]) * 1024, second = (size_t)atol(argv[3]) * 1024;
+    MP_CHECK_INT(0, ARMCI_Malloc(base, (armci_size_t)first));
+    memset(base[me], 0x5a, first);
+    MP_CHECK_INT(0, ARMCI_Free(base[me]));
+    MP_CHECK_INT(0, ARMCI_Malloc(base, (armci_size_t)second));
+    mp_fill_pattern(base[me], second, me, me, 0);
+    ARMCI_Barrier();
+    const int next = (me + 1) % np;
+    unsigned char *got = malloc(second), *want = malloc(second);
+    MP_CHECK_INT(0, ARMCI_Get(base[next], got, (int)second, next));
+    mp_fill_pattern(want, second, next, next, 0);
+    MP_CHECK_BYTES(want, got, second, "neighbour's part read back");
+    printf("allocated %s KiB rank %d\n", argv[3], me);
+    fflush(stdout);
+    ARMCI_Barrier();
+    MP_CHECK_INT(0, ARMCI_Free(base[me]));
     ARMCI_Finalize();
     mp_pass("mp_faults", me);
     return 0;
