@@ -32,6 +32,7 @@
  */
 #include "mp_common.h"
 
+#include <armcix.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -59,6 +60,7 @@ static void return_case(int me, int np, int victim, void **base) {
   MP_CHECK(np == 3, "the return case runs on 3 ranks");
   MP_CHECK_INT(0, ARMCI_Malloc(base, kRegion));
   MP_CHECK_INT(0, ARMCI_Create_mutexes(1));
+  armcix_mutex_hdl_t mutexes = ARMCIX_Create_mutexes_hdl(1, NULL);
   mp_fill_pattern(base[me], kRegion, me, me, 0);
   char *buf = malloc(kRegion), *want = malloc(kRegion);
   if (me == victim) ARMCI_Lock(0, 0);
@@ -100,6 +102,8 @@ static void return_case(int me, int np, int victim, void **base) {
   int old = 0;
   MP_CHECK_INT(ARMCI_ERR_PEER_DEAD, ARMCI_Rmw(ARMCI_FETCH_AND_ADD, &old, far, 1, victim));
   CHECK_PEER_ERROR(ARMCI_Fence(victim));
+  CHECK_PEER_ERROR(ARMCIX_Lock_hdl(mutexes, 0, victim));
+  MP_CHECK_INT(ARMCI_ERR_PEER_DEAD, ARMCIX_Destroy_mutexes_hdl(mutexes));
   MP_CHECK_INT(ARMCI_ERR_PEER_DEAD, ARMCI_WaitProc(victim));
   /* Mutex 0 of rank 0 is held by the dead rank: no one can tell it will
    * never come back, so the wait gives up after a while, with the error. */
