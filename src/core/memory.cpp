@@ -389,7 +389,9 @@ std::optional<std::vector<void*>> Memory::try_allocate(const char* call, std::si
       allocating_ = 0;
       return std::nullopt;
     }
-    probe_liveness();
+    // Every rank read the same records: the failure is theirs, not a death.
+    // (A neighbour that failed first may be gone already; probing here
+    // would name its exit instead.)
     fail(call, "allocating %zu bytes failed: %s", bytes, failures.c_str());
   }
 
