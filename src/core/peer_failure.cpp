@@ -23,6 +23,7 @@ std::atomic<const char*> g_call{nullptr};
 // by waits: a wait of a collective ends at once on a death.
 std::atomic<const char*> g_collective_call{nullptr};
 std::atomic<bool> g_return{false};
+std::atomic<bool> g_job_ending{false};
 std::mutex g_mutex;
 std::string g_why;              // under g_mutex
 std::vector<int> g_dead;        // under g_mutex, sorted
@@ -63,7 +64,10 @@ void set_peer_death_hook(std::function<void(int)> hook) {
   g_applied = 0;
 }
 
+void set_job_ending(bool ending) { g_job_ending.store(ending, std::memory_order_release); }
+
 void note_peer_failure(int rank, const char* why) {
+  if (g_job_ending.load(std::memory_order_acquire)) return;
   std::lock_guard guard(g_mutex);
   // Every dead rank is named: once one survivor ends, the others may see
   // its exit before the death that caused it, so the first seen need not be

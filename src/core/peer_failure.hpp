@@ -70,6 +70,13 @@ void set_peer_death_hook(std::function<void(int rank)> hook);
 // said so. Thread-safe; the first report is the one the error names.
 void note_peer_failure(int rank, const char* why);
 
+// Every rank has passed ARMCI_Finalize's last barrier (true) or a new job
+// starts (false): from the barrier on, a peer's exit is its normal end, not
+// a death. A rank through the final bootstrap fence may exit while a slower
+// one is still in it, whose liveness probe then saw "rank N died" after a
+// run that had verified.
+void set_job_ending(bool ending);
+
 // Some rank died, seen at an API entry: abort mode ends the process with
 // the error; return mode applies the deaths (the hook) and returns.
 void report_peer_failure();

@@ -74,6 +74,7 @@ Runtime::~Runtime() = default;
 
 void Runtime::start_up() {
   settings_ = Settings::from_environment();
+  set_job_ending(false);
   set_return_on_peer_failure(settings_.return_on_peer_failure);
   bootstrap_ = platform::Bootstrap::create();
   const int rank = bootstrap_->rank();
@@ -240,6 +241,7 @@ void Runtime::shut_down() {
     progress_->drain_pipelines();
     progress_->drain_background();  // host-assisted transfers served here
     barrier_->wait();
+    set_job_ending(true);
   }
   memory_->free_all();
   sync_.reset();
