@@ -20,8 +20,13 @@
 # environment: RUNS (3), MPIRUN, MPIRUN_FLAGS (default --allow-run-as-root
 #   --oversubscribe), RESULTS_DIR (default BUILD_DIR/bench-results),
 #   NO_MAKE=1 (do not run make first), PLOT=0 (no chart).
-# Output: RESULTS_DIR/nas.csv (one row per run), nas-table.txt, plots/nas-*.png.
+# Output: RESULTS_DIR/nas.csv (one row per run), nas-table.txt, plots/nas-*.png,
+# all from one invocation, which ends by saying how long it took and the
+# load average at its start and end. On the loaded 2-core VM: class A, 3 runs,
+# 15 to 30 minutes; MG class B at 2 and 4 processes 15 minutes; a CG class B
+# run takes 2.5 to 4 minutes, so `-c B` with CG is hours.
 set -euo pipefail
+started=$(date +%s)
 source "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
 bench_init nas_bench "$@"
 set -- ${bench_args[@]+"${bench_args[@]}"}
@@ -77,7 +82,8 @@ else
   done
 
   echo "bench,kernel,class,nprocs,variant,net,run,seconds,mops,comm_seconds,binding" >"$csv"
-  echo "== $((${#configs[@]} * runs)) runs: ${#configs[@]} configurations x $runs (machine load: $(cut -d' ' -f1-3 /proc/loadavg))"
+  load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+  echo "== $((${#configs[@]} * runs)) runs: ${#configs[@]} configurations x $runs (machine load: $load_start)"
   for ((run = 1; run <= runs; run++)); do
     for cfg in "${configs[@]}"; do
       read -r k c p v n <<<"$cfg"
@@ -139,4 +145,7 @@ if [ "${PLOT:-1}" != 0 ]; then
   for cand in python3 /usr/bin/python3; do "$cand" -c 'import matplotlib' 2>/dev/null && { py=$cand; break; }; done
   if [ -n "$py" ]; then "$py" "$script_dir/nas_plot.py" -o "$results/plots" "$csv"
   else echo "$me: no chart: python3-matplotlib is not installed" >&2; fi
+fi
+if [ -z "$reuse" ]; then
+  echo "== done in $(( ($(date +%s) - started + 30) / 60 )) min; load average at the start $load_start, at the end $(cut -d' ' -f1-3 /proc/loadavg)"
 fi

@@ -311,6 +311,17 @@ int ARMCI_Same_node(int proc);
 /* 1 when same-node peers are reached through shared memory. */
 int ARMCI_Uses_shm(void);
 
+/* Peer failure (ARMCI_ON_PEER_FAILURE=return; libarmci's extension): a call
+ * that depends on a dead rank returns ARMCI_ERR_PEER_DEAD instead of ending
+ * the process (calls without a result return early; ARMCIX_Peer_error
+ * tells). ARMCIX_Dead_ranks fills up to max ranks known dead, ascending, and
+ * returns how many there are; ARMCIX_Peer_error returns ARMCI_ERR_PEER_DEAD
+ * when a call of this thread returned early because of a dead peer since
+ * the last time it was asked, else 0. */
+#define ARMCI_ERR_PEER_DEAD (-70)
+int ARMCIX_Dead_ranks(int *ranks, int max);
+int ARMCIX_Peer_error(void);
+
 /* The profiling interface: every call above also exists as PARMCI_x (armci_x
  * as parmci_x), and the ARMCI_x names are weak aliases of them, so a
  * profiler or a wrapper defines ARMCI_x and calls PARMCI_x. */
@@ -393,6 +404,8 @@ int PARMCI_Malloc_group_memdev(void **ptr_arr, armci_size_t bytes, ARMCI_Group *
 int PARMCI_Uses_shm_grp(ARMCI_Group *group);
 int PARMCI_Same_node(int proc);
 int PARMCI_Uses_shm(void);
+int PARMCIX_Dead_ranks(int *ranks, int max);
+int PARMCIX_Peer_error(void);
 void parmci_write_strided(void *ptr, int stride_levels, int stride_arr[], int count[], char *buf);
 void parmci_read_strided(void *ptr, int stride_levels, int stride_arr[], int count[], char *buf);
 int parmci_notify(int proc);

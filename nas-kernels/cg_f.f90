@@ -22,6 +22,7 @@ program cg_f
   type(c_ptr), allocatable :: pbases(:), sbases(:)
   real(dp), pointer :: pfull(:), slots(:)
   type(armci_hdl_t), allocatable :: handles(:)
+  logical, allocatable :: told(:)
   integer :: reduce_round = 0
   integer(8) :: t0, t1, rate
   logical :: ok
@@ -42,7 +43,7 @@ program cg_f
   case default; na = 75000; nonzer = 13; niter = 75; shift = 60.0d0; zeta_verify = 22.712745482631d0
   end select
 
-  allocate(offs(0:np - 1), lens(0:np - 1), handles(0:np - 1), pbases(np), sbases(np))
+  allocate(offs(0:np - 1), lens(0:np - 1), handles(0:np - 1), told(0:np - 1), pbases(np), sbases(np))
   do r = 0, np - 1
     offs(r) = int(int(na, 8) * r / np)
     lens(r) = int(int(na, 8) * (r + 1) / np) - offs(r)
@@ -330,13 +331,16 @@ contains
       call ARMCI_INIT_HANDLE(handles(rk))
       rc = ARMCI_NbPut(c_loc(pfull(first)), armci_ptr_add(pbases(rk + 1), int(8 * (first - 1), c_intptr_t)), &
                        8 * nrows, rk, handles(rk))
+      told(rk) = .false.
     end do
+    call tell_arrived()
     do row = 1, nrows
       s = 0
       do kk = own_row(row), own_row(row + 1) - 1
         s = s + own_a(kk) * pfull(own_col(kk))
       end do
       y(row) = s
+      if (iand(row, 1023) == 0) call tell_arrived()
     end do
     call exchange_done()
     do row = 1, nrows
@@ -348,11 +352,26 @@ contains
     end do
   end subroutine
 
+  ! Peers wait on the notification: it goes to each as soon as the put to it
+  ! completed (armci_notify orders itself after the put), not after the
+  ! own-column product.
+  subroutine tell_arrived()
+    integer :: k, rk
+    do k = 1, np - 1
+      rk = mod(me + k, np)
+      if (told(rk)) cycle
+      if (ARMCI_Test(handles(rk)) /= 0) cycle
+      rc = armci_notify(rk)
+      told(rk) = .true.
+    end do
+  end subroutine
+
   ! Every put of this rank complete and notified; every other rank's here.
   subroutine exchange_done()
     integer :: k, rk
     do k = 1, np - 1
       rk = mod(me + k, np)
+      if (told(rk)) cycle
       rc = ARMCI_Wait(handles(rk))
       rc = armci_notify(rk)
     end do

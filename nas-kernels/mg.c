@@ -9,10 +9,17 @@
  * every level with at least two planes per rank; the coarser levels are
  * small and every rank computes them whole (replicated). Communication: the
  * boundary planes of each slab after every operator (a neighbour exchange),
- * and one allgather where the V-cycle enters the replicated levels. The
- * armci-nb variant computes a slab's two boundary planes first, puts them to
- * the neighbours nonblocking, and computes the inner planes while they
- * travel.
+ * and one allgather where the V-cycle enters the replicated levels.
+ *
+ * armci-nb pipelines the operators: each computes first the planes that
+ * read no ghost, while the previous operator's boundary planes travel, then
+ * waits for those, computes its own two boundary planes and puts them, to
+ * travel while the next operator runs. Why a put never lands on a ghost
+ * still being read: a rank puts operator n's planes only after both
+ * neighbours told it they finished operator n-1, so they are in operator n
+ * or later, and no operator reads the ghosts of the array it writes.
+ * Notifications are counted per peer and shared with the allgather and the
+ * reductions, so a pending exchange is finished before either.
  */
 #include "nas_common.h"
 
@@ -62,20 +69,55 @@ static void wrap_z(const level_t *l, double *u) {
   memcpy(u + AT(l, l->n3 - 1, 0, 0), u + AT(l, 1, 0, 0), sizeof(double) * plane_size(l));
 }
 
-static armci_hdl_t halo_handles[2];
-static int halo_pending;
-static void halo_moving(const level_t *l, double *u, void **bases);
+/* The exchange of one array's boundary planes: each rank sends its slab's
+ * first plane to the rank below (that rank's upper ghost) and its last plane
+ * to the rank above (its lower ghost). One put per face: a plane is
+ * contiguous. At most one exchange is in flight. */
+static struct {
+  int pending;           /* started, not yet finished */
+  int notified;          /* armci-nb: the neighbours have been told */
+  const double *array;   /* the array whose planes travel */
+  armci_hdl_t handles[2];
+} halo;
 
-/* Sends the slab's first plane to the rank below (its upper ghost) and its
- * last plane to the rank above (its lower ghost). */
-static void halo_start(const level_t *l, double *u, void **bases) {
-  const double t0 = nas_wtime();
-  halo_moving(l, u, bases);
-  nas_comm_seconds += nas_wtime() - t0;
+static int up_rank(void) { return (nas.me + 1) % nas.np; }
+static int down_rank(void) { return (nas.me + nas.np - 1) % nas.np; }
+
+/* armci-nb: tells the neighbours as soon as both puts completed locally;
+ * armci_notify orders itself after them, so the notification never lands
+ * before the planes. Called between planes while computing. */
+static void halo_progress(void) {
+  if (!halo.pending || halo.notified || nas.variant != NAS_ARMCI_NB) return;
+  if (ARMCI_Test(&halo.handles[0]) != 0 || ARMCI_Test(&halo.handles[1]) != 0) return;
+  armci_notify(up_rank());
+  armci_notify(down_rank());
+  halo.notified = 1;
 }
 
-static void halo_moving(const level_t *l, double *u, void **bases) {
-  const int up = (nas.me + 1) % nas.np, down = (nas.me + nas.np - 1) % nas.np;
+/* Returns once this rank's ghosts of the exchanged array hold the
+ * neighbours' planes and its own planes may be written again. */
+static void halo_finish(void) {
+  if (!halo.pending) return;
+  const double t0 = nas_wtime();
+  if (!halo.notified) {
+    ARMCI_Wait(&halo.handles[0]);
+    ARMCI_Wait(&halo.handles[1]);
+    armci_notify(up_rank());
+    armci_notify(down_rank());
+  }
+  armci_notify_wait(down_rank(), NULL);
+  armci_notify_wait(up_rank(), NULL);
+  halo.pending = 0;
+  nas_comm_toc(nas_phase("halo wait"), t0);
+}
+
+/* Starts the exchange of u's boundary planes. mpi: complete on return
+ * (NPB's comm3). armci: the data is in place on return, the notifications
+ * are waited by halo_finish. armci-nb: the puts are in flight. */
+static void halo_start(const level_t *l, double *u, void **bases) {
+  halo_finish();
+  const double t0 = nas_wtime();
+  const int up = up_rank(), down = down_rank();
   const size_t plane = plane_size(l);
   const int bytes = (int)(plane * sizeof(double));
   double *first = u + AT(l, 1, 0, 0), *last = u + AT(l, l->L, 0, 0);
@@ -84,72 +126,78 @@ static void halo_moving(const level_t *l, double *u, void **bases) {
                  MPI_STATUS_IGNORE);
     MPI_Sendrecv(first, (int)plane, MPI_DOUBLE, down, 2, u + AT(l, l->L + 1, 0, 0), (int)plane, MPI_DOUBLE, up, 2,
                  MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    nas_comm_toc(nas_phase("halo exchange"), t0);
     return;
   }
   double *up_ghost = (double *)bases[up];
   double *down_ghost = (double *)bases[down] + AT(l, l->L + 1, 0, 0);
+  halo.pending = 1;
+  halo.array = u;
   if (nas.variant == NAS_ARMCI) {
     ARMCI_Put(last, up_ghost, bytes, up);
     ARMCI_Put(first, down_ghost, bytes, down);
+    armci_notify(up);
+    armci_notify(down);
+    halo.notified = 1;
   } else {
-    ARMCI_INIT_HANDLE(&halo_handles[0]);
-    ARMCI_INIT_HANDLE(&halo_handles[1]);
-    ARMCI_NbPut(last, up_ghost, bytes, up, &halo_handles[0]);
-    ARMCI_NbPut(first, down_ghost, bytes, down, &halo_handles[1]);
+    ARMCI_INIT_HANDLE(&halo.handles[0]);
+    ARMCI_INIT_HANDLE(&halo.handles[1]);
+    ARMCI_NbPut(last, up_ghost, bytes, up, &halo.handles[0]);
+    ARMCI_NbPut(first, down_ghost, bytes, down, &halo.handles[1]);
+    halo.notified = 0;
+    halo_progress();
   }
-  halo_pending = 1;
-}
-
-static void halo_finish(void) {
-  if (!halo_pending) return;
-  halo_pending = 0;
-  const double t0 = nas_wtime();
-  const int up = (nas.me + 1) % nas.np, down = (nas.me + nas.np - 1) % nas.np;
-  if (nas.variant == NAS_ARMCI_NB) {
-    ARMCI_Wait(&halo_handles[0]);
-    ARMCI_Wait(&halo_handles[1]);
-  }
-  armci_notify(up);
-  armci_notify(down);
-  armci_notify_wait(down, NULL);
-  armci_notify_wait(up, NULL);
-  nas_comm_seconds += nas_wtime() - t0;
+  nas_comm_toc(nas_phase("halo issue"), t0);
 }
 
 /* An operator computes interior planes lo..hi (local indices) of its
- * output at level `out`. */
+ * output at level `out`; planes inner_lo..inner_hi of them read no ghost
+ * plane of the input. */
 typedef struct op_s {
   void (*planes)(const struct op_s *op, int lo, int hi);
+  const char *name;   /* its phase */
   const level_t *out, *in;
   double *dst, *src, *rhs;
   void **dst_bases;
-  int lo, hi;   /* the planes this rank computes */
+  int lo, hi;
+  int inner_lo, inner_hi;
 } op_t;
 
 static void run_planes(const op_t *op, int lo, int hi) {
   if (lo > hi) return;
-  op->planes(op, lo, hi);
-  for (int i3 = lo; i3 <= hi; i3++) wrap_xy(op->out, op->dst, i3);
+  const double t0 = nas_wtime();
+  for (int i3 = lo; i3 <= hi; i3++) {
+    op->planes(op, i3, i3);
+    wrap_xy(op->out, op->dst, i3);
+    halo_progress();
+  }
+  nas_toc(nas_phase(op->name), t0);
 }
 
-/* Computes the operator and brings every ghost of its output up to date:
- * NPB's operator followed by comm3. */
+/* Computes the operator and brings every ghost of its output up to date
+ * (NPB's operator followed by comm3); with armci-nb the ghosts are up to
+ * date once the next operator (or halo_finish) has waited for them. */
 static void apply(const op_t *op) {
   const level_t *l = op->out;
   if (l->distributed && nas.np > 1) {
     if (nas.variant == NAS_ARMCI_NB) {
-      /* Boundary planes first, on their way while the inner ones run. */
-      run_planes(op, op->lo, op->lo);
-      run_planes(op, op->hi, op->hi);
+      /* The previous operator's planes travel while this one computes the
+       * planes that do not need them; its own boundary planes go last and
+       * travel while the next operator runs. */
+      if (halo.pending && halo.array == op->dst) halo_finish();
+      run_planes(op, op->inner_lo, op->inner_hi);
+      halo_finish();
+      run_planes(op, op->lo, op->inner_lo - 1);
+      run_planes(op, op->inner_hi + 1, op->hi);
       halo_start(l, op->dst, op->dst_bases);
-      run_planes(op, op->lo + 1, op->hi - 1);
     } else {
       run_planes(op, op->lo, op->hi);
       halo_start(l, op->dst, op->dst_bases);
+      halo_finish();
     }
-    halo_finish();
     return;
   }
+  halo_finish();
   run_planes(op, op->lo, op->hi);
   if (op->hi - op->lo + 1 < l->N) {
     /* Entering the replicated levels: each rank computed its share of the
@@ -245,6 +293,8 @@ static void rprj3_planes(const op_t *op, int lo, int hi) {
  * and 2j+1. Fine ghost planes included: they come out equal to what the
  * neighbour computes for them, so no exchange follows. */
 static void interp(const level_t *cl, const double *z, const level_t *f, double *u) {
+  halo_finish();
+  const double t0 = nas_wtime();
   double z1[cl->n1], z2[cl->n1], z3[cl->n1];
   for (int g3 = f->z0 / 2; g3 <= f->z0 / 2 + f->L / 2; g3++) {
     const int k3 = g3 - cl->z0, i3 = 2 * g3 - f->z0;
@@ -268,22 +318,25 @@ static void interp(const level_t *cl, const double *z, const level_t *f, double 
       }
     }
   }
+  nas_toc(nas_phase("interp"), t0);
 }
 
 static void resid(level_t *l, double *u, double *vv, double *r, void **rbases) {
-  op_t op = {resid_planes, l, l, r, u, vv, rbases, 1, l->L};
+  op_t op = {resid_planes, "resid", l, l, r, u, vv, rbases, 1, l->L, 2, l->L - 1};
   apply(&op);
 }
 
 static void psinv(level_t *l, double *r, double *u, void **ubases) {
-  op_t op = {psinv_planes, l, l, u, r, NULL, ubases, 1, l->L};
+  op_t op = {psinv_planes, "psinv", l, l, u, r, NULL, ubases, 1, l->L, 2, l->L - 1};
   apply(&op);
 }
 
 static void rprj3(level_t *f, level_t *cl) {
-  /* The coarse planes whose centre lies on this rank's fine planes. */
+  /* The coarse planes whose centre lies on this rank's fine planes; coarse
+   * plane j reads fine planes 2j-1..2j+1, so only the last one reads the
+   * fine upper ghost. */
   const int lo = f->z0 / 2 + 1 - cl->z0, hi = f->z0 / 2 + f->L / 2 - cl->z0;
-  op_t op = {rprj3_planes, cl, f, cl->r, f->r, NULL, cl->rbases, lo, hi};
+  op_t op = {rprj3_planes, "rprj3", cl, f, cl->r, f->r, NULL, cl->rbases, lo, hi, lo, hi - 1};
   apply(&op);
 }
 
@@ -307,6 +360,8 @@ static void mg3p(void) {
 
 /* L2 norm (over the whole grid) and max norm of the top level's interior. */
 static void norm2u3(const double *r, double *rnm2, double *rnmu) {
+  halo_finish();
+  const double t0 = nas_wtime();
   const level_t *l = &lev[lt];
   double s = 0.0, m = 0.0;
   for (int i3 = 1; i3 <= l->L; i3++)
@@ -316,6 +371,7 @@ static void norm2u3(const double *r, double *rnm2, double *rnmu) {
         s += x * x;
         if (fabs(x) > m) m = fabs(x);
       }
+  nas_toc(nas_phase("norm2u3"), t0);
   nas_allreduce_sum(&s, 1);
   nas_allreduce_max(&m, 1);
   *rnm2 = sqrt(s / ((double)l->N * l->N * l->N));
@@ -346,6 +402,9 @@ static void offer(cand_t *best, double value, long where, int sign) {
 /* NPB's zran3: v = 0 except +1 at the MM largest and -1 at the MM smallest
  * values of NPB's random field over the whole grid. */
 static void zran3(double *z, void **zbases) {
+  /* The allgather below counts notifications from the same ranks as the
+   * halo: the two must not interleave. */
+  halo_finish();
   const level_t *l = &lev[lt];
   const long n = l->N;
   const double amult = 1220703125.0;
@@ -475,7 +534,7 @@ int main(int argc, char **argv) {
   zran3(v, vbases);
 
   nas_barrier();
-  nas_comm_seconds = 0.0;
+  nas_timers_reset();
   const double t0 = nas_wtime();
   resid(top, top->u, v, top->r, top->rbases);
   norm2u3(top->r, &rnm2, &rnmu);

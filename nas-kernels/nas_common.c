@@ -17,6 +17,36 @@
 nas_run_t nas;
 double nas_comm_seconds;
 
+static struct {
+  const char *name[NAS_PHASES_MAX];
+  double seconds[NAS_PHASES_MAX];
+  int count;
+} phases;
+
+int nas_phase(const char *name) {
+  for (int i = 0; i < phases.count; i++)
+    if (strcmp(phases.name[i], name) == 0) return i;
+  if (phases.count == NAS_PHASES_MAX) {
+    fprintf(stderr, "nas_phase: more than %d phases (adding '%s')\n", NAS_PHASES_MAX, name);
+    exit(3);
+  }
+  phases.name[phases.count] = name;
+  return phases.count++;
+}
+
+void nas_toc(int phase, double since) { phases.seconds[phase] += nas_wtime() - since; }
+
+void nas_comm_toc(int phase, double since) {
+  const double dt = nas_wtime() - since;
+  phases.seconds[phase] += dt;
+  nas_comm_seconds += dt;
+}
+
+void nas_timers_reset(void) {
+  for (int i = 0; i < phases.count; i++) phases.seconds[i] = 0.0;
+  nas_comm_seconds = 0.0;
+}
+
 /* ------------------------------------------------------------ generator */
 
 double randlc(double *x, double a) {
@@ -54,7 +84,7 @@ double randlc_power(double a, long n) {
 /* ------------------------------------------------------------- start-up */
 
 static void usage(const char *kernel, const char *why) {
-  fprintf(stderr, "%s: %s\nusage: mpirun -np N %s --class S|W|A|B --variant mpi|armci|armci-nb\n", kernel, why,
+  fprintf(stderr, "%s: %s\nusage: mpirun -np N %s --class S|W|A|B --variant mpi|armci|armci-nb [--timers]\n", kernel, why,
           kernel);
   exit(2);
 }
@@ -65,6 +95,10 @@ static double *reduce_slots;
 static void **reduce_bases;
 static int reduce_round;
 static armci_hdl_t *gather_handles;
+static struct {
+  int pending;
+  char *told;   /* armci-nb: per peer, notified of this rank's part */
+} gather;
 
 void nas_start(int argc, char **argv, const char *kernel, int max_np) {
   nas.cls = 'S';
@@ -80,6 +114,8 @@ void nas_start(int argc, char **argv, const char *kernel, int max_np) {
       else if (strcmp(v, "armci") == 0) nas.variant = NAS_ARMCI;
       else if (strcmp(v, "armci-nb") == 0) nas.variant = NAS_ARMCI_NB;
       else usage(kernel, "--variant must be mpi, armci or armci-nb");
+    } else if (strcmp(argv[i], "--timers") == 0) {
+      nas.timers = 1;
     } else {
       usage(kernel, "unknown argument");
     }
@@ -102,6 +138,7 @@ void nas_start(int argc, char **argv, const char *kernel, int max_np) {
   if (nas.variant != NAS_MPI) {
     reduce_slots = nas_alloc((size_t)2 * nas.np * NAS_REDUCE_MAX, &reduce_bases);
     gather_handles = calloc((size_t)nas.np, sizeof *gather_handles);
+    gather.told = calloc((size_t)nas.np, 1);
   }
 }
 
@@ -112,6 +149,7 @@ void nas_finish(void) {
   }
   if (reduce_slots) nas_free(reduce_slots, reduce_bases);
   free(gather_handles);
+  free(gather.told);
   ARMCI_Finalize();
 }
 
@@ -200,7 +238,7 @@ static void reduce(double *v, int n, reduce_op_t op) {
   const double t0 = nas_wtime();
   if (nas.variant == NAS_MPI) reduce_mpi(v, n, op);
   else reduce_armci(v, n, op);
-  nas_comm_seconds += nas_wtime() - t0;
+  nas_comm_toc(nas_phase("reduce"), t0);
 }
 
 void nas_allreduce_sum(double *v, int n) { reduce(v, n, REDUCE_SUM); }
@@ -209,9 +247,6 @@ void nas_allreduce_max(double *v, int n) { reduce(v, n, REDUCE_MAX); }
 
 /* ------------------------------------------------------------- allgather */
 
-static struct {
-  int pending;
-} gather;
 
 static void gather_moving(double *buf, void **bases, const long *offs, const long *lens);
 
@@ -219,7 +254,7 @@ void nas_allgather_start(double *buf, void **bases, const long *offs, const long
   if (nas.np == 1) return;
   const double t0 = nas_wtime();
   gather_moving(buf, bases, offs, lens);
-  nas_comm_seconds += nas_wtime() - t0;
+  nas_comm_toc(nas_phase("allgather issue"), t0);
 }
 
 static void gather_moving(double *buf, void **bases, const long *offs, const long *lens) {
@@ -245,12 +280,27 @@ static void gather_moving(double *buf, void **bases, const long *offs, const lon
     } else {
       ARMCI_INIT_HANDLE(&gather_handles[r]);
       ARMCI_NbPut(buf + offs[nas.me], there, bytes, r, &gather_handles[r]);
+      gather.told[r] = 0;
     }
   }
   if (nas.variant == NAS_ARMCI) {
     for (int k = 1; k < nas.np; k++) armci_notify_wait((nas.me + nas.np - k) % nas.np, NULL);
   } else {
     gather.pending = 1;
+    nas_allgather_progress();
+  }
+}
+
+/* A peer waits for the notification, not for the put: it goes out as soon
+ * as the put completed (armci_notify orders itself after the put), rather
+ * than after this rank's computation. */
+void nas_allgather_progress(void) {
+  if (!gather.pending) return;
+  for (int k = 1; k < nas.np; k++) {
+    const int r = (nas.me + k) % nas.np;
+    if (gather.told[r] || ARMCI_Test(&gather_handles[r]) != 0) continue;
+    armci_notify(r);
+    gather.told[r] = 1;
   }
 }
 
@@ -260,11 +310,12 @@ void nas_allgather_finish(void) {
   const double t0 = nas_wtime();
   for (int k = 1; k < nas.np; k++) {
     const int r = (nas.me + k) % nas.np;
+    if (gather.told[r]) continue;
     ARMCI_Wait(&gather_handles[r]);
     armci_notify(r);
   }
   for (int k = 1; k < nas.np; k++) armci_notify_wait((nas.me + nas.np - k) % nas.np, NULL);
-  nas_comm_seconds += nas_wtime() - t0;
+  nas_comm_toc(nas_phase("allgather wait"), t0);
 }
 
 /* ---------------------------------------------------------------- report */
@@ -277,6 +328,26 @@ static void line(const char *key, const char *fmt, ...) {
   vprintf(fmt, ap);
   printf("\n");
   va_end(ap);
+}
+
+/* Every rank names the same phases in the same order (the kernels run the
+ * same code), so phase i is the same phase on every rank. */
+static void print_phases(double seconds) {
+  /* A copy: the reductions below are themselves timed. */
+  const int count = phases.count;
+  double mine[NAS_PHASES_MAX];
+  memcpy(mine, phases.seconds, sizeof mine);
+  if (nas.me == 0) printf("\n  Phase timers (seconds in the timed part; %d ranks)\n  %-18s %9s %9s %7s\n", nas.np,
+                          "phase", "max", "mean", "% time");
+  for (int i = 0; i < count; i++) {
+    double mx = mine[i], sum = mine[i];
+    nas_allreduce_max(&mx, 1);
+    nas_allreduce_sum(&sum, 1);
+    if (nas.me == 0)
+      printf("  %-18s %9.3f %9.3f %6.1f%%\n", phases.name[i], mx, sum / nas.np,
+             seconds > 0 ? 100.0 * mx / seconds : 0.0);
+  }
+  if (nas.me == 0) fflush(stdout);
 }
 
 int nas_report(const char *name, const char *size, int iterations, double seconds, double mops_total,
@@ -297,5 +368,6 @@ int nas_report(const char *name, const char *size, int iterations, double second
     line("Verification", "%s", verified ? "SUCCESSFUL" : "UNSUCCESSFUL");
     fflush(stdout);
   }
+  if (nas.timers) print_phases(seconds);
   return verified ? 0 : 1;
 }

@@ -21,6 +21,7 @@ typedef struct {
   char cls;              /* S, W, A or B */
   nas_variant_t variant;
   int me, np;
+  int timers;            /* --timers: print the per-phase timers */
 } nas_run_t;
 
 extern nas_run_t nas;
@@ -28,6 +29,18 @@ extern nas_run_t nas;
 /* Seconds this rank spent inside the communication calls (moving data and
  * waiting for it): what the report's "Comm seconds" line sums. */
 extern double nas_comm_seconds;
+
+/* Per-phase timers (NPB's timers): seconds per named phase of the timed
+ * part, printed after the report (largest and mean over the ranks) when the
+ * run was given --timers. nas_phase names a phase (the same name gives the
+ * same phase); nas_toc adds the time since `since` (a nas_wtime()) to it,
+ * nas_comm_toc also to nas_comm_seconds. */
+#define NAS_PHASES_MAX 16
+int nas_phase(const char *name);
+void nas_toc(int phase, double since);
+void nas_comm_toc(int phase, double since);
+/* Zeroes the phases and nas_comm_seconds: call where the timed part starts. */
+void nas_timers_reset(void);
 
 /* NPB's linear congruential generator x_{k+1} = a x_k mod 2^46 (46-bit
  * arithmetic in doubles): returns x_{k+1} / 2^46 and updates *x. */
@@ -37,7 +50,7 @@ void vranlc(int n, double *x, double a, double *y);
 /* a^n mod 2^46, for jumping ahead in the sequence. */
 double randlc_power(double a, long n);
 
-/* Parses --class and --variant (exits with a usage message on anything
+/* Parses --class, --variant and --timers (exits with a usage message on anything
  * else), starts MPI or ARMCI, and checks that the process count is a power
  * of two no larger than max_np. */
 void nas_start(int argc, char **argv, const char *kernel, int max_np);
@@ -65,6 +78,9 @@ void nas_allreduce_max(double *v, int n);
  * in place here and this rank's buffer may be written again. */
 void nas_allgather_start(double *buf, void **bases, const long *offs, const long *lens);
 void nas_allgather_finish(void);
+/* armci-nb: tells the peers whose part has arrived; call it between pieces
+ * of the computation that overlaps the allgather. */
+void nas_allgather_progress(void);
 
 /* The NPB report lines, plus the variant and the communication time (the
  * largest over the ranks, of the timed part: call with comm_seconds measured

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdlib>
+#include <type_traits>
 
 #include "include/armci.h"
 #include "src/core/acc.hpp"
@@ -30,9 +31,38 @@
   extern "C" ret name params __attribute__((weak, alias("p" #name))); \
   extern "C" ret p##name params
 
+// Entry points whose work can depend on another rank: a function-try-block
+// (ARMCI_PEERS_END after the body) turns a dead peer's PeerDead, in return
+// mode, into the call's error result. Zero-cost: nothing runs unless
+// something throws.
+#define ARMCI_API_PEERS(ret, name, params) ARMCI_API(ret, name, params) try
+#define armci_api_peers(ret, name, params) armci_api(ret, name, params) try
+#define ARMCI_PEERS_END(ret) \
+  catch (...) {              \
+    return armci::api::peer_failure_result<ret>(); \
+  }
+// The same for calls whose result is data (GetValue): 0, not the code.
+#define ARMCI_PEERS_END_VALUE(ret) \
+  catch (...) {                    \
+    armci::api::accept_peer_failure(); \
+    return ret{};                  \
+  }
+
 namespace armci::api {
 
 using platform::Completion;
+
+// Inside the catch of an entry point: the exception is a dead peer's
+// (PeerDead, or any error from below once a death is known, return mode),
+// noted for ARMCIX_Peer_error; anything else goes on (and ends the job).
+void accept_peer_failure();
+
+template <typename T>
+T peer_failure_result() {
+  accept_peer_failure();
+  if constexpr (std::is_same_v<T, int>) return ARMCI_ERR_PEER_DEAD;
+  else if constexpr (!std::is_void_v<T>) return T{};
+}
 
 // ---------------------------------------------------------------- checks
 
@@ -107,6 +137,9 @@ inline void check_handle(const char* call, const armci_hdl_t* h) {
       [[unlikely]]
     fail(call, "argument 'handle' (%p) was not initialised with ARMCI_INIT_HANDLE", static_cast<const void*>(h));
 }
+
+// A handle on a dead peer's operation: emptied, and the peer's error.
+void abandon_if_dead(armci_hdl_t* h, int peer);
 
 // Waits for whatever the handle still holds and empties it.
 void complete_handle(const char* call, Runtime& r, armci_hdl_t* h);

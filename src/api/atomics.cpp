@@ -5,9 +5,10 @@
 using namespace armci::api;
 using armci::fail;
 
-ARMCI_API(int, ARMCI_Rmw, (int op, void* ploc, void* prem, int value, int proc)) {
+ARMCI_API_PEERS(int, ARMCI_Rmw, (int op, void* ploc, void* prem, int value, int proc)) {
   armci::Runtime& r = runtime("ARMCI_Rmw");
   check_proc("ARMCI_Rmw", r, proc);
+  armci::check_alive(proc);
   if (op < ARMCI_FETCH_AND_ADD || op > ARMCI_SWAP_LONG)
     fail("ARMCI_Rmw", "argument 'op' (%d) is not ARMCI_FETCH_AND_ADD, ARMCI_FETCH_AND_ADD_LONG, "
                       "ARMCI_SWAP or ARMCI_SWAP_LONG", op);
@@ -15,42 +16,50 @@ ARMCI_API(int, ARMCI_Rmw, (int op, void* ploc, void* prem, int value, int proc))
   check_pointer("ARMCI_Rmw", "prem", prem, 1);
   r.sync().rmw("ARMCI_Rmw", op, ploc, prem, value, proc);
   return 0;
-}
+} ARMCI_PEERS_END(int)
 
-ARMCI_API(int, ARMCI_Create_mutexes, (int count)) {
-  runtime("ARMCI_Create_mutexes").sync().create_mutexes("ARMCI_Create_mutexes", count);
+ARMCI_API_PEERS(int, ARMCI_Create_mutexes, (int count)) {
+  armci::Runtime& r = runtime("ARMCI_Create_mutexes");
+  armci::require_all_alive("ARMCI_Create_mutexes");
+  r.sync().create_mutexes("ARMCI_Create_mutexes", count);
   return 0;
-}
+} ARMCI_PEERS_END(int)
 
-ARMCI_API(int, ARMCI_Destroy_mutexes, (void)) {
-  runtime("ARMCI_Destroy_mutexes").sync().destroy_mutexes("ARMCI_Destroy_mutexes");
+ARMCI_API_PEERS(int, ARMCI_Destroy_mutexes, (void)) {
+  armci::Runtime& r = runtime("ARMCI_Destroy_mutexes");
+  armci::require_all_alive("ARMCI_Destroy_mutexes");
+  r.sync().destroy_mutexes("ARMCI_Destroy_mutexes");
   return 0;
-}
+} ARMCI_PEERS_END(int)
 
-ARMCI_API(void, ARMCI_Lock, (int mutex, int proc)) {
+ARMCI_API_PEERS(void, ARMCI_Lock, (int mutex, int proc)) {
   armci::Runtime& r = runtime("ARMCI_Lock");
   check_proc("ARMCI_Lock", r, proc);
+  armci::check_alive(proc);
   r.sync().lock("ARMCI_Lock", mutex, proc);
-}
+} ARMCI_PEERS_END(void)
 
-ARMCI_API(void, ARMCI_Unlock, (int mutex, int proc)) {
+ARMCI_API_PEERS(void, ARMCI_Unlock, (int mutex, int proc)) {
   armci::Runtime& r = runtime("ARMCI_Unlock");
   check_proc("ARMCI_Unlock", r, proc);
+  armci::check_alive(proc);
   r.sync().unlock("ARMCI_Unlock", mutex, proc);
-}
+} ARMCI_PEERS_END(void)
 
-ARMCI_API(int, ARMCI_Put_flag, (void* src, void* dst, int bytes, int* flag, int value, int proc)) {
+ARMCI_API_PEERS(int, ARMCI_Put_flag, (void* src, void* dst, int bytes, int* flag, int value, int proc)) {
   armci::Runtime& r = runtime("ARMCI_Put_flag");
   check_transfer("ARMCI_Put_flag", r, src, dst, bytes, proc);
   check_pointer("ARMCI_Put_flag", "flag", flag, 1);
+  armci::check_alive(proc);
   r.sync().put_flag("ARMCI_Put_flag", src, dst, static_cast<std::size_t>(bytes), flag, value, proc);
   return 0;
-}
+} ARMCI_PEERS_END(int)
 
-ARMCI_API(int, ARMCI_PutS_flag, (void* src_ptr, int src_stride_ar[], void* dst_ptr, int dst_stride_ar[], int count[],
+ARMCI_API_PEERS(int, ARMCI_PutS_flag, (void* src_ptr, int src_stride_ar[], void* dst_ptr, int dst_stride_ar[], int count[],
                                  int stride_levels, int* flag, int value, int proc)) {
   armci::Runtime& r = runtime("ARMCI_PutS_flag");
   check_proc("ARMCI_PutS_flag", r, proc);
+  armci::check_alive(proc);
   check_pointer("ARMCI_PutS_flag", "flag", flag, 1);
   r.memory().check_remote("ARMCI_PutS_flag", "flag", proc, flag, sizeof(int));
   // A blocking strided put is complete at the target for every protocol
@@ -60,16 +69,18 @@ ARMCI_API(int, ARMCI_PutS_flag, (void* src_ptr, int src_stride_ar[], void* dst_p
                stride_levels, proc, false, nullptr);
   r.sync().put_flag("ARMCI_PutS_flag", nullptr, nullptr, 0, flag, value, proc);
   return 0;
-}
+} ARMCI_PEERS_END(int)
 
-armci_api(int, armci_notify, (int proc)) {
+armci_api_peers(int, armci_notify, (int proc)) {
   armci::Runtime& r = runtime("armci_notify");
   check_proc("armci_notify", r, proc);
+  armci::check_alive(proc);
   return r.sync().notify("armci_notify", proc);
-}
+} ARMCI_PEERS_END(int)
 
-armci_api(int, armci_notify_wait, (int proc, int* pval)) {
+armci_api_peers(int, armci_notify_wait, (int proc, int* pval)) {
   armci::Runtime& r = runtime("armci_notify_wait");
   check_proc("armci_notify_wait", r, proc);
+  armci::check_alive(proc);
   return r.sync().notify_wait("armci_notify_wait", proc, pval);
-}
+} ARMCI_PEERS_END(int)

@@ -19,30 +19,30 @@ namespace {
 
 }  // namespace
 
-ARMCI_API(int, ARMCI_Put, (void* src, void* dst, int bytes, int proc)) {
+ARMCI_API_PEERS(int, ARMCI_Put, (void* src, void* dst, int bytes, int proc)) {
   return contiguous("ARMCI_Put", runtime("ARMCI_Put"), Op::put, nullptr, src, dst, bytes, proc, false, nullptr);
-}
+} ARMCI_PEERS_END(int)
 
-ARMCI_API(int, ARMCI_Get, (void* src, void* dst, int bytes, int proc)) {
+ARMCI_API_PEERS(int, ARMCI_Get, (void* src, void* dst, int bytes, int proc)) {
   return contiguous("ARMCI_Get", runtime("ARMCI_Get"), Op::get, nullptr, src, dst, bytes, proc, false, nullptr);
-}
+} ARMCI_PEERS_END(int)
 
-ARMCI_API(int, ARMCI_Acc, (int datatype, void* scale, void* src, void* dst, int bytes, int proc)) {
+ARMCI_API_PEERS(int, ARMCI_Acc, (int datatype, void* scale, void* src, void* dst, int bytes, int proc)) {
   armci::Runtime& r = runtime("ARMCI_Acc");
   const AccArgs acc = acc_args("ARMCI_Acc", datatype, scale);
   return contiguous("ARMCI_Acc", r, Op::acc, &acc, src, dst, bytes, proc, false, nullptr);
-}
+} ARMCI_PEERS_END(int)
 
-ARMCI_API(int, ARMCI_NbPut, (void* src, void* dst, int bytes, int proc, armci_hdl_t* handle)) {
+ARMCI_API_PEERS(int, ARMCI_NbPut, (void* src, void* dst, int bytes, int proc, armci_hdl_t* handle)) {
   return contiguous("ARMCI_NbPut", runtime("ARMCI_NbPut"), Op::put, nullptr, src, dst, bytes, proc, true, handle);
-}
+} ARMCI_PEERS_END(int)
 
-ARMCI_API(int, ARMCI_NbGet, (void* src, void* dst, int bytes, int proc, armci_hdl_t* handle)) {
+ARMCI_API_PEERS(int, ARMCI_NbGet, (void* src, void* dst, int bytes, int proc, armci_hdl_t* handle)) {
   return contiguous("ARMCI_NbGet", runtime("ARMCI_NbGet"), Op::get, nullptr, src, dst, bytes, proc, true, handle);
-}
+} ARMCI_PEERS_END(int)
 
-ARMCI_API(int, ARMCI_NbAcc, (int datatype, void* scale, void* src, void* dst, int bytes, int proc, armci_hdl_t* handle)) {
+ARMCI_API_PEERS(int, ARMCI_NbAcc, (int datatype, void* scale, void* src, void* dst, int bytes, int proc, armci_hdl_t* handle)) {
   armci::Runtime& r = runtime("ARMCI_NbAcc");
   const AccArgs acc = acc_args("ARMCI_NbAcc", datatype, scale);
   return contiguous("ARMCI_NbAcc", r, Op::acc, &acc, src, dst, bytes, proc, true, handle);
-}
+} ARMCI_PEERS_END(int)

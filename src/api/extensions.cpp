@@ -73,21 +73,23 @@ std::pair<int, int> target(const char* call, const armcix_mutex_hdl_s& h, int pr
 
 }  // namespace
 
-ARMCI_API(armcix_mutex_hdl_t, ARMCIX_Create_mutexes_hdl, (int count, ARMCI_Group* pgroup)) {
+ARMCI_API_PEERS(armcix_mutex_hdl_t, ARMCIX_Create_mutexes_hdl, (int count, ARMCI_Group* pgroup)) {
   constexpr const char* call = "ARMCIX_Create_mutexes_hdl";
   armci::Runtime& r = runtime(call);
+  armci::require_all_alive(call);
   armci::Group& g = pgroup ? member_group_of(call, "pgroup", pgroup) : r.groups().default_group();
   if (!g.member()) fail(call, "this rank is not a member of the default group");
   const armci::Memory::Members members = r.groups().allocation_members(g);
   auto* h = new armcix_mutex_hdl_s{r.sync().create_mutex_set(call, count, &members), g.members};
   live_handles.insert(h);
   return h;
-}
+} ARMCI_PEERS_END(armcix_mutex_hdl_t)
 
-ARMCI_API(int, ARMCIX_Destroy_mutexes_hdl, (armcix_mutex_hdl_t hdl)) {
+ARMCI_API_PEERS(int, ARMCIX_Destroy_mutexes_hdl, (armcix_mutex_hdl_t hdl)) {
   constexpr const char* call = "ARMCIX_Destroy_mutexes_hdl";
   armcix_mutex_hdl_s& h = handle_of(call, hdl);
   armci::Runtime& r = runtime(call);
+  armci::require_all_alive(call);
   int me = -1;
   for (std::size_t i = 0; i < h.members.size(); ++i)
     if (h.members[i] == r.rank()) me = static_cast<int>(i);
@@ -96,25 +98,31 @@ ARMCI_API(int, ARMCIX_Destroy_mutexes_hdl, (armcix_mutex_hdl_t hdl)) {
   live_handles.erase(hdl);
   delete hdl;
   return 0;
-}
+} ARMCI_PEERS_END(int)
 
-ARMCI_API(void, ARMCIX_Lock_hdl, (armcix_mutex_hdl_t hdl, int mutex, int proc)) {
+ARMCI_API_PEERS(void, ARMCIX_Lock_hdl, (armcix_mutex_hdl_t hdl, int mutex, int proc)) {
   constexpr const char* call = "ARMCIX_Lock_hdl";
   armcix_mutex_hdl_s& h = handle_of(call, hdl);
   const auto [world, count] = target(call, h, proc);
-  runtime(call).sync().lock_in(call, *h.tails, count, mutex, world, false);
-}
+  armci::Runtime& r = runtime(call);
+  armci::check_alive(world);
+  r.sync().lock_in(call, *h.tails, count, mutex, world, false);
+} ARMCI_PEERS_END(void)
 
-ARMCI_API(int, ARMCIX_Trylock_hdl, (armcix_mutex_hdl_t hdl, int mutex, int proc)) {
+ARMCI_API_PEERS(int, ARMCIX_Trylock_hdl, (armcix_mutex_hdl_t hdl, int mutex, int proc)) {
   constexpr const char* call = "ARMCIX_Trylock_hdl";
   armcix_mutex_hdl_s& h = handle_of(call, hdl);
   const auto [world, count] = target(call, h, proc);
-  return runtime(call).sync().lock_in(call, *h.tails, count, mutex, world, true) ? 1 : 0;
-}
+  armci::Runtime& r = runtime(call);
+  armci::check_alive(world);
+  return r.sync().lock_in(call, *h.tails, count, mutex, world, true) ? 1 : 0;
+} ARMCI_PEERS_END(int)
 
-ARMCI_API(void, ARMCIX_Unlock_hdl, (armcix_mutex_hdl_t hdl, int mutex, int proc)) {
+ARMCI_API_PEERS(void, ARMCIX_Unlock_hdl, (armcix_mutex_hdl_t hdl, int mutex, int proc)) {
   constexpr const char* call = "ARMCIX_Unlock_hdl";
   armcix_mutex_hdl_s& h = handle_of(call, hdl);
   const auto [world, count] = target(call, h, proc);
-  runtime(call).sync().unlock_in(call, *h.tails, count, mutex, world);
-}
+  armci::Runtime& r = runtime(call);
+  armci::check_alive(world);
+  r.sync().unlock_in(call, *h.tails, count, mutex, world);
+} ARMCI_PEERS_END(void)

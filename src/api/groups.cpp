@@ -62,28 +62,32 @@ void create_from(const char* call, int n, const int* pid_list, ARMCI_Group* out,
            parent.size());
     members[static_cast<std::size_t>(i)] = parent.members[static_cast<std::size_t>(pid_list[i])];
   }
-  describe(out, runtime(call).groups().create(call, "pid_list", std::move(members)));
+  armci::Runtime& r = runtime(call);
+  armci::require_all_alive(call);
+  describe(out, r.groups().create(call, "pid_list", std::move(members)));
 }
 
 }  // namespace
 
-ARMCI_API(void, ARMCI_Group_create, (int grp_size, int* pid_list, ARMCI_Group* group_out)) {
+ARMCI_API_PEERS(void, ARMCI_Group_create, (int grp_size, int* pid_list, ARMCI_Group* group_out)) {
   create_from("ARMCI_Group_create", grp_size, pid_list, group_out,
               runtime("ARMCI_Group_create").groups().default_group());
-}
+} ARMCI_PEERS_END(void)
 
-ARMCI_API(void, ARMCI_Group_create_child,
+ARMCI_API_PEERS(void, ARMCI_Group_create_child,
           (int grp_size, int* pid_list, ARMCI_Group* group_out, ARMCI_Group* group_parent)) {
   create_from("ARMCI_Group_create_child", grp_size, pid_list, group_out,
               group_of("ARMCI_Group_create_child", "group_parent", group_parent));
-}
+} ARMCI_PEERS_END(void)
 
-ARMCI_API(void, ARMCI_Group_free, (ARMCI_Group * group)) {
+ARMCI_API_PEERS(void, ARMCI_Group_free, (ARMCI_Group * group)) {
   armci::Group& g = group_of("ARMCI_Group_free", "group", group);
-  runtime("ARMCI_Group_free").groups().free(g);
+  armci::Runtime& r = runtime("ARMCI_Group_free");
+  armci::require_all_alive("ARMCI_Group_free");
+  r.groups().free(g);
   group->armci_group_private = nullptr;
   group->grp_to_abs = group->abs_to_grp = nullptr;
-}
+} ARMCI_PEERS_END(void)
 
 ARMCI_API(int, ARMCI_Group_rank, (ARMCI_Group * group, int* rank)) {
   armci::Group& g = group_of("ARMCI_Group_rank", "group", group);
@@ -127,6 +131,7 @@ namespace {
 
 int malloc_group(const char* call, void** ptr_arr, armci_size_t bytes, ARMCI_Group* group) {
   armci::Runtime& r = runtime(call);
+  armci::require_all_alive(call);
   armci::Group& g = member_group_of(call, "group", group);
   if (ptr_arr == nullptr) fail(call, "argument 'ptr_arr' is NULL");
   if (bytes < 0) fail(call, "argument 'bytes' (%ld) is negative", bytes);
@@ -139,23 +144,24 @@ int malloc_group(const char* call, void** ptr_arr, armci_size_t bytes, ARMCI_Gro
 
 }  // namespace
 
-ARMCI_API(int, ARMCI_Malloc_group, (void** ptr_arr, armci_size_t bytes, ARMCI_Group* group)) {
+ARMCI_API_PEERS(int, ARMCI_Malloc_group, (void** ptr_arr, armci_size_t bytes, ARMCI_Group* group)) {
   return malloc_group("ARMCI_Malloc_group", ptr_arr, bytes, group);
-}
+} ARMCI_PEERS_END(int)
 
-ARMCI_API(int, ARMCI_Malloc_group_memdev,
+ARMCI_API_PEERS(int, ARMCI_Malloc_group_memdev,
           (void** ptr_arr, armci_size_t bytes, ARMCI_Group* group, const char* device)) {
   return malloc_group("ARMCI_Malloc_group_memdev", ptr_arr, bytes, group);
-}
+} ARMCI_PEERS_END(int)
 
-ARMCI_API(int, ARMCI_Free_group, (void* ptr, ARMCI_Group* group)) {
+ARMCI_API_PEERS(int, ARMCI_Free_group, (void* ptr, ARMCI_Group* group)) {
   armci::Runtime& r = runtime("ARMCI_Free_group");
+  armci::require_all_alive("ARMCI_Free_group");
   armci::Group& g = member_group_of("ARMCI_Free_group", "group", group);
   const armci::Memory::Members members = r.groups().allocation_members(g);
   r.completion().all_fence();
   r.memory().release("ARMCI_Free_group", ptr, &members);
   return 0;
-}
+} ARMCI_PEERS_END(int)
 
 ARMCI_API(int, ARMCI_Uses_shm_grp, (ARMCI_Group * group)) {
   armci::Runtime& r = runtime("ARMCI_Uses_shm_grp");
@@ -166,16 +172,20 @@ ARMCI_API(int, ARMCI_Uses_shm_grp, (ARMCI_Group * group)) {
   return 0;
 }
 
-ARMCI_API(int, ARMCIX_Group_split, (ARMCI_Group * parent, int color, int key, ARMCI_Group* new_group)) {
+ARMCI_API_PEERS(int, ARMCIX_Group_split, (ARMCI_Group * parent, int color, int key, ARMCI_Group* new_group)) {
   armci::Group& p = member_group_of("ARMCIX_Group_split", "parent", parent);
   check_out("ARMCIX_Group_split", new_group);
-  describe(new_group, runtime("ARMCIX_Group_split").groups().split("ARMCIX_Group_split", p, color, key));
+  armci::Runtime& r = runtime("ARMCIX_Group_split");
+  armci::require_all_alive("ARMCIX_Group_split");
+  describe(new_group, r.groups().split("ARMCIX_Group_split", p, color, key));
   return 0;
-}
+} ARMCI_PEERS_END(int)
 
-ARMCI_API(int, ARMCIX_Group_dup, (ARMCI_Group * parent, ARMCI_Group* new_group)) {
+ARMCI_API_PEERS(int, ARMCIX_Group_dup, (ARMCI_Group * parent, ARMCI_Group* new_group)) {
   armci::Group& p = member_group_of("ARMCIX_Group_dup", "parent", parent);
   check_out("ARMCIX_Group_dup", new_group);
-  describe(new_group, runtime("ARMCIX_Group_dup").groups().create("ARMCIX_Group_dup", "parent", p.members));
+  armci::Runtime& r = runtime("ARMCIX_Group_dup");
+  armci::require_all_alive("ARMCIX_Group_dup");
+  describe(new_group, r.groups().create("ARMCIX_Group_dup", "parent", p.members));
   return 0;
-}
+} ARMCI_PEERS_END(int)

@@ -36,11 +36,33 @@ void check_acc_bytes(const char* call, const AccArgs& acc, int bytes) {
     fail(call, "argument 'bytes' (%d) is not a whole number of %zu-byte elements", bytes, element);
 }
 
+void accept_peer_failure() {
+  try {
+    throw;
+  } catch (const PeerDead&) {
+  } catch (...) {
+    // An error from below (a network layer's, say) while a peer is known
+    // dead is that death's.
+    probe_liveness();
+    if (!return_on_peer_failure() || !peer_failure_known()) throw;
+  }
+  note_returned_peer_error();
+}
+
+void abandon_if_dead(armci_hdl_t* h, int peer) {
+  if (!is_dead(peer)) return;
+  // The slot stays taken: the layer may still complete into it.
+  set_handle(h, -1, 0);
+  peer_dead(peer);
+}
+
 void complete_handle(const char* call, Runtime& r, armci_hdl_t* h) {
   if (h->request < 0) return;
   const auto id = handle_id(h);
   Completions& completion = r.completion();
   if (auto* request = completion.requests().find(id)) {
+    if (peer_failure_known()) [[unlikely]]
+      abandon_if_dead(h, request->peer);
     completion.complete(call, *request);
     completion.requests().release(id);
   }
@@ -63,9 +85,23 @@ ARMCI_API(int, ARMCI_Initialized, (void)) { return armci::Runtime::get() != null
 ARMCI_API(int, ARMCI_Finalize, (void)) {
   // A second Finalize (GA's and the program's both) has nothing to end.
   if (armci::Runtime::get() == nullptr) return 0;
+  runtime("ARMCI_Finalize");  // abort mode: a death known now ends the process here
+  // After a death (return mode) only this rank's part ends: say so.
+  const bool alone = armci::peer_failure_known();
   armci::Runtime::finalize();
-  return 0;
+  return alone ? ARMCI_ERR_PEER_DEAD : 0;
 }
+
+ARMCI_API(int, ARMCIX_Dead_ranks, (int* ranks, int max)) {
+  runtime("ARMCIX_Dead_ranks");
+  if (max < 0) armci::fail("ARMCIX_Dead_ranks", "argument 'max' (%d) is negative", max);
+  if (ranks == nullptr && max > 0) armci::fail("ARMCIX_Dead_ranks", "argument 'ranks' is NULL");
+  const std::vector<int> dead = armci::dead_ranks();
+  for (std::size_t i = 0; i < dead.size() && i < static_cast<std::size_t>(max); ++i) ranks[i] = dead[i];
+  return static_cast<int>(dead.size());
+}
+
+ARMCI_API(int, ARMCIX_Peer_error, (void)) { return armci::take_returned_peer_error() ? ARMCI_ERR_PEER_DEAD : 0; }
 
 ARMCI_API(void, ARMCI_Cleanup, (void)) {
   if (armci::Runtime* r = armci::Runtime::get()) r->cleanup_names();

@@ -6,19 +6,22 @@
 using namespace armci::api;
 using armci::fail;
 
-ARMCI_API(int, ARMCI_Malloc, (void** base_ptrs, armci_size_t bytes)) {
+ARMCI_API_PEERS(int, ARMCI_Malloc, (void** base_ptrs, armci_size_t bytes)) {
   armci::Runtime& r = runtime("ARMCI_Malloc");
+  armci::require_all_alive("ARMCI_Malloc");
   if (base_ptrs == nullptr) fail("ARMCI_Malloc", "argument 'base_ptrs' is NULL");
   if (bytes < 0) fail("ARMCI_Malloc", "argument 'bytes' (%ld) is negative", bytes);
   auto bases = r.allocate("ARMCI_Malloc", static_cast<std::size_t>(bytes));
   std::memcpy(base_ptrs, bases.data(), bases.size() * sizeof(void*));
   return 0;
-}
+} ARMCI_PEERS_END(int)
 
-ARMCI_API(int, ARMCI_Free, (void* ptr)) {
-  runtime("ARMCI_Free").release("ARMCI_Free", ptr);
+ARMCI_API_PEERS(int, ARMCI_Free, (void* ptr)) {
+  armci::Runtime& r = runtime("ARMCI_Free");
+  armci::require_all_alive("ARMCI_Free");
+  r.release("ARMCI_Free", ptr);
   return 0;
-}
+} ARMCI_PEERS_END(int)
 
 ARMCI_API(void*, ARMCI_Malloc_local, (armci_size_t bytes)) {
   runtime("ARMCI_Malloc_local");

@@ -92,6 +92,7 @@ armci::ReduceOp parse_op(const char* call, const char* op, armci::ElementType ty
 
 void gop(const char* call, int scope, void* x, int n, const char* op, int type, const armci::Group& base) {
   armci::Runtime& r = runtime(call);
+  armci::require_all_alive(call);
   const armci::ElementType element = element_type(call, type);
   const armci::ReduceOp parsed = parse_op(call, op, element);
   if (n < 0) fail(call, "argument 'n' (%d) is negative", n);
@@ -106,6 +107,7 @@ void gop(const char* call, int scope, void* x, int n, const char* op, int type, 
 
 void bcast(const char* call, int scope, void* buffer, int len, int root_world, const armci::Group& base) {
   armci::Runtime& r = runtime(call);
+  armci::require_all_alive(call);
   if (len < 0) fail(call, "argument 'len' (%d) is negative", len);
   if (buffer == nullptr && len > 0) fail(call, "argument 'buffer' is NULL");
   const ScopeTeam t = scope_team(call, r, scope, base);
@@ -121,6 +123,7 @@ void bcast(const char* call, int scope, void* buffer, int len, int root_world, c
 void sel(const char* call, int scope, void* x, int n, const char* op, int type, int contribute,
          const armci::Group& base) {
   armci::Runtime& r = runtime(call);
+  armci::require_all_alive(call);
   const std::size_t element = armci::element_bytes(element_type(call, type));
   if (op == nullptr || (std::strcmp(op, "max") != 0 && std::strcmp(op, "min") != 0))
     fail(call, "argument 'op' (\"%s\") is not \"max\" or \"min\"", op ? op : "(null)");
@@ -171,6 +174,7 @@ void sel(const char* call, int scope, void* x, int n, const char* op, int type, 
 
 void check_peer(const char* call, armci::Runtime& r, const char* argument, int proc) {
   if (proc < 0 || proc >= r.size()) fail(call, "argument '%s' (%d) is out of range [0, %d)", argument, proc, r.size());
+  armci::check_alive(proc);
 }
 
 }  // namespace
@@ -189,15 +193,15 @@ armci_api(void, armci_msg_finalize, (void)) {}
 
 // ---------------------------------------------------------------- point to point
 
-armci_api(void, armci_msg_snd, (int tag, void* buffer, int len, int to)) {
+armci_api_peers(void, armci_msg_snd, (int tag, void* buffer, int len, int to)) {
   armci::Runtime& r = runtime("armci_msg_snd");
   check_peer("armci_msg_snd", r, "to", to);
   if (len < 0) fail("armci_msg_snd", "argument 'len' (%d) is negative", len);
   if (buffer == nullptr && len > 0) fail("armci_msg_snd", "argument 'buffer' is NULL");
   r.collectives().send(armci::Channel::user, to, tag, buffer, static_cast<std::size_t>(len));
-}
+} ARMCI_PEERS_END(void)
 
-armci_api(void, armci_msg_rcv, (int tag, void* buffer, int buflen, int* msglen, int from)) {
+armci_api_peers(void, armci_msg_rcv, (int tag, void* buffer, int buflen, int* msglen, int from)) {
   armci::Runtime& r = runtime("armci_msg_rcv");
   check_peer("armci_msg_rcv", r, "from", from);
   if (buflen < 0) fail("armci_msg_rcv", "argument 'buflen' (%d) is negative", buflen);
@@ -205,9 +209,9 @@ armci_api(void, armci_msg_rcv, (int tag, void* buffer, int buflen, int* msglen, 
   const std::size_t got = r.collectives().receive("armci_msg_rcv", armci::Channel::user, from, tag, buffer,
                                                   static_cast<std::size_t>(buflen));
   if (msglen) *msglen = static_cast<int>(got);
-}
+} ARMCI_PEERS_END(void)
 
-armci_api(int, armci_msg_rcvany, (int tag, void* buffer, int buflen, int* msglen)) {
+armci_api_peers(int, armci_msg_rcvany, (int tag, void* buffer, int buflen, int* msglen)) {
   armci::Runtime& r = runtime("armci_msg_rcvany");
   if (buflen < 0) fail("armci_msg_rcvany", "argument 'buflen' (%d) is negative", buflen);
   if (buffer == nullptr && buflen > 0) fail("armci_msg_rcvany", "argument 'buffer' is NULL");
@@ -216,14 +220,16 @@ armci_api(int, armci_msg_rcvany, (int tag, void* buffer, int buflen, int* msglen
                                                   static_cast<std::size_t>(buflen));
   if (msglen) *msglen = static_cast<int>(got);
   return from;
-}
+} ARMCI_PEERS_END(int)
 
 // ---------------------------------------------------------------- barriers, trees
 
-armci_api(void, armci_msg_group_barrier, (ARMCI_Group * group)) {
+armci_api_peers(void, armci_msg_group_barrier, (ARMCI_Group * group)) {
   armci::Group& g = member_group_of("armci_msg_group_barrier", "group", group);
-  runtime("armci_msg_group_barrier").collectives().barrier(g.team());
-}
+  armci::Runtime& r = runtime("armci_msg_group_barrier");
+  armci::require_all_alive("armci_msg_group_barrier");
+  r.collectives().barrier(g.team());
+} ARMCI_PEERS_END(void)
 
 armci_api(void, armci_msg_bintree, (int scope, int* Root, int* Up, int* Left, int* Right)) {
   armci::Runtime& r = runtime("armci_msg_bintree");
@@ -240,76 +246,76 @@ armci_api(void, armci_msg_bintree, (int scope, int* Root, int* Up, int* Left, in
 
 // ---------------------------------------------------------------- broadcasts
 
-armci_api(void, armci_msg_bcast_scope, (int scope, void* buffer, int len, int root)) {
+armci_api_peers(void, armci_msg_bcast_scope, (int scope, void* buffer, int len, int root)) {
   bcast("armci_msg_bcast_scope", scope, buffer, len, root, default_group("armci_msg_bcast_scope"));
-}
-armci_api(void, armci_msg_bcast, (void* buffer, int len, int root)) {
+} ARMCI_PEERS_END(void)
+armci_api_peers(void, armci_msg_bcast, (void* buffer, int len, int root)) {
   bcast("armci_msg_bcast", SCOPE_ALL, buffer, len, root, default_group("armci_msg_bcast"));
-}
-armci_api(void, armci_msg_brdcst, (void* buffer, int len, int root)) {
+} ARMCI_PEERS_END(void)
+armci_api_peers(void, armci_msg_brdcst, (void* buffer, int len, int root)) {
   bcast("armci_msg_brdcst", SCOPE_ALL, buffer, len, root, default_group("armci_msg_brdcst"));
-}
-armci_api(void, armci_msg_group_bcast_scope, (int scope, void* buf, int len, int root, ARMCI_Group* group)) {
+} ARMCI_PEERS_END(void)
+armci_api_peers(void, armci_msg_group_bcast_scope, (int scope, void* buf, int len, int root, ARMCI_Group* group)) {
   armci::Group& g = member_group_of("armci_msg_group_bcast_scope", "group", group);
   if (root < 0 || root >= g.size())
     fail("armci_msg_group_bcast_scope", "argument 'root' (%d) is out of range [0, %d)", root, g.size());
   bcast("armci_msg_group_bcast_scope", scope, buf, len, g.members[static_cast<std::size_t>(root)], g);
-}
+} ARMCI_PEERS_END(void)
 
 // ---------------------------------------------------------------- reductions
 
-armci_api(void, armci_msg_gop_scope, (int scope, void* x, int n, char* op, int type)) {
+armci_api_peers(void, armci_msg_gop_scope, (int scope, void* x, int n, char* op, int type)) {
   gop("armci_msg_gop_scope", scope, x, n, op, type, default_group("armci_msg_gop_scope"));
-}
-armci_api(void, armci_msg_reduce, (void* x, int n, char* op, int type)) {
+} ARMCI_PEERS_END(void)
+armci_api_peers(void, armci_msg_reduce, (void* x, int n, char* op, int type)) {
   gop("armci_msg_reduce", SCOPE_ALL, x, n, op, type, default_group("armci_msg_reduce"));
-}
-armci_api(void, armci_msg_reduce_scope, (int scope, void* x, int n, char* op, int type)) {
+} ARMCI_PEERS_END(void)
+armci_api_peers(void, armci_msg_reduce_scope, (int scope, void* x, int n, char* op, int type)) {
   gop("armci_msg_reduce_scope", scope, x, n, op, type, default_group("armci_msg_reduce_scope"));
-}
-armci_api(void, armci_msg_igop, (int* x, int n, char* op)) {
+} ARMCI_PEERS_END(void)
+armci_api_peers(void, armci_msg_igop, (int* x, int n, char* op)) {
   gop("armci_msg_igop", SCOPE_ALL, x, n, op, ARMCI_INT, default_group("armci_msg_igop"));
-}
-armci_api(void, armci_msg_lgop, (long* x, int n, char* op)) {
+} ARMCI_PEERS_END(void)
+armci_api_peers(void, armci_msg_lgop, (long* x, int n, char* op)) {
   gop("armci_msg_lgop", SCOPE_ALL, x, n, op, ARMCI_LONG, default_group("armci_msg_lgop"));
-}
-armci_api(void, armci_msg_llgop, (long long* x, int n, char* op)) {
+} ARMCI_PEERS_END(void)
+armci_api_peers(void, armci_msg_llgop, (long long* x, int n, char* op)) {
   gop("armci_msg_llgop", SCOPE_ALL, x, n, op, ARMCI_LONG_LONG, default_group("armci_msg_llgop"));
-}
-armci_api(void, armci_msg_fgop, (float* x, int n, char* op)) {
+} ARMCI_PEERS_END(void)
+armci_api_peers(void, armci_msg_fgop, (float* x, int n, char* op)) {
   gop("armci_msg_fgop", SCOPE_ALL, x, n, op, ARMCI_FLOAT, default_group("armci_msg_fgop"));
-}
-armci_api(void, armci_msg_dgop, (double* x, int n, char* op)) {
+} ARMCI_PEERS_END(void)
+armci_api_peers(void, armci_msg_dgop, (double* x, int n, char* op)) {
   gop("armci_msg_dgop", SCOPE_ALL, x, n, op, ARMCI_DOUBLE, default_group("armci_msg_dgop"));
-}
+} ARMCI_PEERS_END(void)
 
-armci_api(void, armci_msg_group_gop_scope, (int scope, void* x, int n, char* op, int type, ARMCI_Group* group)) {
+armci_api_peers(void, armci_msg_group_gop_scope, (int scope, void* x, int n, char* op, int type, ARMCI_Group* group)) {
   gop("armci_msg_group_gop_scope", scope, x, n, op, type,
       member_group_of("armci_msg_group_gop_scope", "group", group));
-}
-armci_api(void, armci_msg_group_igop, (int* x, int n, char* op, ARMCI_Group* group)) {
+} ARMCI_PEERS_END(void)
+armci_api_peers(void, armci_msg_group_igop, (int* x, int n, char* op, ARMCI_Group* group)) {
   gop("armci_msg_group_igop", SCOPE_ALL, x, n, op, ARMCI_INT, member_group_of("armci_msg_group_igop", "group", group));
-}
-armci_api(void, armci_msg_group_lgop, (long* x, int n, char* op, ARMCI_Group* group)) {
+} ARMCI_PEERS_END(void)
+armci_api_peers(void, armci_msg_group_lgop, (long* x, int n, char* op, ARMCI_Group* group)) {
   gop("armci_msg_group_lgop", SCOPE_ALL, x, n, op, ARMCI_LONG, member_group_of("armci_msg_group_lgop", "group", group));
-}
-armci_api(void, armci_msg_group_llgop, (long long* x, int n, char* op, ARMCI_Group* group)) {
+} ARMCI_PEERS_END(void)
+armci_api_peers(void, armci_msg_group_llgop, (long long* x, int n, char* op, ARMCI_Group* group)) {
   gop("armci_msg_group_llgop", SCOPE_ALL, x, n, op, ARMCI_LONG_LONG,
       member_group_of("armci_msg_group_llgop", "group", group));
-}
-armci_api(void, armci_msg_group_fgop, (float* x, int n, char* op, ARMCI_Group* group)) {
+} ARMCI_PEERS_END(void)
+armci_api_peers(void, armci_msg_group_fgop, (float* x, int n, char* op, ARMCI_Group* group)) {
   gop("armci_msg_group_fgop", SCOPE_ALL, x, n, op, ARMCI_FLOAT, member_group_of("armci_msg_group_fgop", "group", group));
-}
-armci_api(void, armci_msg_group_dgop, (double* x, int n, char* op, ARMCI_Group* group)) {
+} ARMCI_PEERS_END(void)
+armci_api_peers(void, armci_msg_group_dgop, (double* x, int n, char* op, ARMCI_Group* group)) {
   gop("armci_msg_group_dgop", SCOPE_ALL, x, n, op, ARMCI_DOUBLE,
       member_group_of("armci_msg_group_dgop", "group", group));
-}
+} ARMCI_PEERS_END(void)
 
 // ---------------------------------------------------------------- selection
 
-armci_api(void, armci_msg_sel, (void* x, int n, char* op, int type, int contribute)) {
+armci_api_peers(void, armci_msg_sel, (void* x, int n, char* op, int type, int contribute)) {
   sel("armci_msg_sel", SCOPE_ALL, x, n, op, type, contribute, default_group("armci_msg_sel"));
-}
-armci_api(void, armci_msg_sel_scope, (int scope, void* x, int n, char* op, int type, int contribute)) {
+} ARMCI_PEERS_END(void)
+armci_api_peers(void, armci_msg_sel_scope, (int scope, void* x, int n, char* op, int type, int contribute)) {
   sel("armci_msg_sel_scope", scope, x, n, op, type, contribute, default_group("armci_msg_sel_scope"));
-}
+} ARMCI_PEERS_END(void)

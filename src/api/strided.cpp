@@ -75,45 +75,45 @@ int strided_call(const char* call, Op op, const AccArgs* acc, void* src, int* sr
 
 }  // namespace armci::api
 
-ARMCI_API(int, ARMCI_PutS, (void* src_ptr, int src_stride_ar[], void* dst_ptr, int dst_stride_ar[], int count[],
+ARMCI_API_PEERS(int, ARMCI_PutS, (void* src_ptr, int src_stride_ar[], void* dst_ptr, int dst_stride_ar[], int count[],
                             int stride_levels, int proc)) {
   return strided_call("ARMCI_PutS", Op::put, nullptr, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count,
                       stride_levels, proc, false, nullptr);
-}
+} ARMCI_PEERS_END(int)
 
-ARMCI_API(int, ARMCI_GetS, (void* src_ptr, int src_stride_ar[], void* dst_ptr, int dst_stride_ar[], int count[],
+ARMCI_API_PEERS(int, ARMCI_GetS, (void* src_ptr, int src_stride_ar[], void* dst_ptr, int dst_stride_ar[], int count[],
                             int stride_levels, int proc)) {
   return strided_call("ARMCI_GetS", Op::get, nullptr, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count,
                       stride_levels, proc, false, nullptr);
-}
+} ARMCI_PEERS_END(int)
 
-ARMCI_API(int, ARMCI_AccS, (int datatype, void* scale, void* src_ptr, int src_stride_ar[], void* dst_ptr,
+ARMCI_API_PEERS(int, ARMCI_AccS, (int datatype, void* scale, void* src_ptr, int src_stride_ar[], void* dst_ptr,
                             int dst_stride_ar[], int count[], int stride_levels, int proc)) {
   runtime("ARMCI_AccS");
   const AccArgs acc = acc_args("ARMCI_AccS", datatype, scale);
   return strided_call("ARMCI_AccS", Op::acc, &acc, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count,
                       stride_levels, proc, false, nullptr);
-}
+} ARMCI_PEERS_END(int)
 
-ARMCI_API(int, ARMCI_NbPutS, (void* src_ptr, int src_stride_ar[], void* dst_ptr, int dst_stride_ar[], int count[],
+ARMCI_API_PEERS(int, ARMCI_NbPutS, (void* src_ptr, int src_stride_ar[], void* dst_ptr, int dst_stride_ar[], int count[],
                               int stride_levels, int proc, armci_hdl_t* handle)) {
   return strided_call("ARMCI_NbPutS", Op::put, nullptr, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count,
                       stride_levels, proc, true, handle);
-}
+} ARMCI_PEERS_END(int)
 
-ARMCI_API(int, ARMCI_NbGetS, (void* src_ptr, int src_stride_ar[], void* dst_ptr, int dst_stride_ar[], int count[],
+ARMCI_API_PEERS(int, ARMCI_NbGetS, (void* src_ptr, int src_stride_ar[], void* dst_ptr, int dst_stride_ar[], int count[],
                               int stride_levels, int proc, armci_hdl_t* handle)) {
   return strided_call("ARMCI_NbGetS", Op::get, nullptr, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count,
                       stride_levels, proc, true, handle);
-}
+} ARMCI_PEERS_END(int)
 
-ARMCI_API(int, ARMCI_NbAccS, (int datatype, void* scale, void* src_ptr, int src_stride_ar[], void* dst_ptr,
+ARMCI_API_PEERS(int, ARMCI_NbAccS, (int datatype, void* scale, void* src_ptr, int src_stride_ar[], void* dst_ptr,
                               int dst_stride_ar[], int count[], int stride_levels, int proc, armci_hdl_t* handle)) {
   runtime("ARMCI_NbAccS");
   const AccArgs acc = acc_args("ARMCI_NbAccS", datatype, scale);
   return strided_call("ARMCI_NbAccS", Op::acc, &acc, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count,
                       stride_levels, proc, true, handle);
-}
+} ARMCI_PEERS_END(int)
 
 armci_api(void, armci_write_strided, (void* ptr, int stride_levels, int stride_arr[], int count[], char* buf)) {
   copy_strided("armci_write_strided", ptr, stride_levels, stride_arr, count, buf, true);

@@ -23,15 +23,15 @@ ARMCI_API(void, ARMCI_UNSET_AGGREGATE_HANDLE, (armci_hdl_t* handle)) {
   handle->tag = static_cast<int>(tag_bits(handle) & ~kAggregateBit);
 }
 
-ARMCI_API(int, ARMCI_Wait, (armci_hdl_t* handle)) {
+ARMCI_API_PEERS(int, ARMCI_Wait, (armci_hdl_t* handle)) {
   armci::Runtime& r = runtime("ARMCI_Wait");
   if (handle == nullptr) fail("ARMCI_Wait", "argument 'handle' is NULL");
   check_handle("ARMCI_Wait", handle);
   complete_handle("ARMCI_Wait", r, handle);
   return 0;
-}
+} ARMCI_PEERS_END(int)
 
-ARMCI_API(int, ARMCI_Test, (armci_hdl_t* handle)) {
+ARMCI_API_PEERS(int, ARMCI_Test, (armci_hdl_t* handle)) {
   armci::Runtime& r = runtime("ARMCI_Test");
   if (handle == nullptr) fail("ARMCI_Test", "argument 'handle' is NULL");
   check_handle("ARMCI_Test", handle);
@@ -39,32 +39,45 @@ ARMCI_API(int, ARMCI_Test, (armci_hdl_t* handle)) {
   const auto id = handle_id(handle);
   armci::Completions& completion = r.completion();
   if (auto* request = completion.requests().find(id)) {
+    if (armci::peer_failure_known()) [[unlikely]]
+      abandon_if_dead(handle, request->peer);
     completion.send_unsent(*request);
     if (!completion.test("ARMCI_Test", request->completion)) return 1;
     completion.requests().release(id);
   }
   set_handle(handle, -1, 0);
   return 0;
-}
+} ARMCI_PEERS_END(int)
 
-ARMCI_API(int, ARMCI_WaitProc, (int proc)) {
+ARMCI_API_PEERS(int, ARMCI_WaitProc, (int proc)) {
   armci::Runtime& r = runtime("ARMCI_WaitProc");
   check_proc("ARMCI_WaitProc", r, proc);
+  armci::check_alive(proc);
   r.completion().wait_proc(proc);
   return 0;
-}
+} ARMCI_PEERS_END(int)
 
-ARMCI_API(int, ARMCI_WaitAll, (void)) {
+ARMCI_API_PEERS(int, ARMCI_WaitAll, (void)) {
   runtime("ARMCI_WaitAll").completion().wait_all();
   return 0;
-}
+} ARMCI_PEERS_END(int)
 
-ARMCI_API(void, ARMCI_Fence, (int proc)) {
+ARMCI_API_PEERS(void, ARMCI_Fence, (int proc)) {
   armci::Runtime& r = runtime("ARMCI_Fence");
   check_proc("ARMCI_Fence", r, proc);
+  armci::check_alive(proc);
   r.completion().fence(proc);
-}
+} ARMCI_PEERS_END(void)
 
-ARMCI_API(void, ARMCI_AllFence, (void)) { runtime("ARMCI_AllFence").completion().all_fence(); }
+// AllFence fences the dead rank too: it needs every rank, like a collective.
+ARMCI_API_PEERS(void, ARMCI_AllFence, (void)) {
+  armci::Runtime& r = runtime("ARMCI_AllFence");
+  armci::require_all_alive("ARMCI_AllFence");
+  r.completion().all_fence();
+} ARMCI_PEERS_END(void)
 
-ARMCI_API(void, ARMCI_Barrier, (void)) { runtime("ARMCI_Barrier").barrier(); }
+ARMCI_API_PEERS(void, ARMCI_Barrier, (void)) {
+  armci::Runtime& r = runtime("ARMCI_Barrier");
+  armci::require_all_alive("ARMCI_Barrier");
+  r.barrier();
+} ARMCI_PEERS_END(void)

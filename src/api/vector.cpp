@@ -56,30 +56,30 @@ int vector_call(const char* call, Op op, const AccArgs* acc, armci_giov_t* iov, 
 
 }  // namespace
 
-ARMCI_API(int, ARMCI_PutV, (armci_giov_t* iov, int iov_len, int proc)) {
+ARMCI_API_PEERS(int, ARMCI_PutV, (armci_giov_t* iov, int iov_len, int proc)) {
   return vector_call("ARMCI_PutV", Op::put, nullptr, iov, iov_len, proc, false, nullptr);
-}
+} ARMCI_PEERS_END(int)
 
-ARMCI_API(int, ARMCI_GetV, (armci_giov_t* iov, int iov_len, int proc)) {
+ARMCI_API_PEERS(int, ARMCI_GetV, (armci_giov_t* iov, int iov_len, int proc)) {
   return vector_call("ARMCI_GetV", Op::get, nullptr, iov, iov_len, proc, false, nullptr);
-}
+} ARMCI_PEERS_END(int)
 
-ARMCI_API(int, ARMCI_AccV, (int datatype, void* scale, armci_giov_t* iov, int iov_len, int proc)) {
+ARMCI_API_PEERS(int, ARMCI_AccV, (int datatype, void* scale, armci_giov_t* iov, int iov_len, int proc)) {
   runtime("ARMCI_AccV");
   const AccArgs acc = acc_args("ARMCI_AccV", datatype, scale);
   return vector_call("ARMCI_AccV", Op::acc, &acc, iov, iov_len, proc, false, nullptr);
-}
+} ARMCI_PEERS_END(int)
 
-ARMCI_API(int, ARMCI_NbPutV, (armci_giov_t* iov, int iov_len, int proc, armci_hdl_t* handle)) {
+ARMCI_API_PEERS(int, ARMCI_NbPutV, (armci_giov_t* iov, int iov_len, int proc, armci_hdl_t* handle)) {
   return vector_call("ARMCI_NbPutV", Op::put, nullptr, iov, iov_len, proc, true, handle);
-}
+} ARMCI_PEERS_END(int)
 
-ARMCI_API(int, ARMCI_NbGetV, (armci_giov_t* iov, int iov_len, int proc, armci_hdl_t* handle)) {
+ARMCI_API_PEERS(int, ARMCI_NbGetV, (armci_giov_t* iov, int iov_len, int proc, armci_hdl_t* handle)) {
   return vector_call("ARMCI_NbGetV", Op::get, nullptr, iov, iov_len, proc, true, handle);
-}
+} ARMCI_PEERS_END(int)
 
-ARMCI_API(int, ARMCI_NbAccV, (int datatype, void* scale, armci_giov_t* iov, int iov_len, int proc, armci_hdl_t* handle)) {
+ARMCI_API_PEERS(int, ARMCI_NbAccV, (int datatype, void* scale, armci_giov_t* iov, int iov_len, int proc, armci_hdl_t* handle)) {
   runtime("ARMCI_NbAccV");
   const AccArgs acc = acc_args("ARMCI_NbAccV", datatype, scale);
   return vector_call("ARMCI_NbAccV", Op::acc, &acc, iov, iov_len, proc, true, handle);
-}
+} ARMCI_PEERS_END(int)

@@ -38,6 +38,9 @@ void install_terminate_handler() {
       if (auto e = std::current_exception()) std::rethrow_exception(e);
     } catch (const std::exception& e) {
       what = e.what();
+    } catch (const PeerDead& e) {
+      // ARMCI_ON_PEER_FAILURE=return, in a call that cannot return the code.
+      what = "a peer died, and this call cannot return ARMCI_ERR_PEER_DEAD";
     } catch (...) {
     }
     fail(current_call(), "%s", what);

@@ -85,6 +85,7 @@ Memory::~Memory() = default;
 
 void Memory::region_missing(const char* call, const char* argument, int proc, const void* address,
                             std::size_t bytes) {
+  if (peer_failure_known() && is_dead(proc)) peer_dead(proc);
   fail(call, "argument '%s' (%p, %zu bytes) is not inside any ARMCI_Malloc region of rank %d", argument, address,
        bytes, proc);
 }
@@ -255,13 +256,18 @@ std::uint64_t Memory::take_segment(std::uint64_t id, std::size_t bytes, const st
   return id;
 }
 
-bool Memory::should_destroy(std::uint64_t id, const std::vector<bool>& members) const {
+bool Memory::should_keep_for_others(std::uint64_t id, const std::vector<bool>& members) const {
   const OwnSegment& segment = own_segments_.at(id);
+  for (std::size_t r = 0; r < members.size(); ++r)
+    if (segment.known_by[r] && !members[r]) return true;
+  return false;
+}
+
+bool Memory::should_destroy(std::uint64_t id, const std::vector<bool>& members) const {
   // Only a release that every holder of a mapping or key takes part in can
   // tell them all to drop theirs; otherwise it stays spare.
-  for (std::size_t r = 0; r < members.size(); ++r)
-    if (segment.known_by[r] && !members[r]) return false;
-  return spare_bytes_ + segment.memory.size() > keep_freed_bytes_;
+  if (should_keep_for_others(id, members)) return false;
+  return spare_bytes_ + own_segments_.at(id).memory.size() > keep_freed_bytes_;
 }
 
 void Memory::give_back_segment(std::uint64_t id, bool destroy) {
@@ -284,6 +290,46 @@ void Memory::drop_peer_segment(PeerSegment& segment) {
 }
 
 std::vector<void*> Memory::allocate(const char* call, std::size_t bytes, const Members* members) {
+  if (auto bases = try_allocate(call, bytes, members, true)) return std::move(*bases);
+  release_spares(members);
+  return std::move(*try_allocate(call, bytes, members, false));
+}
+
+void Memory::release_spares(const Members* members) {
+  const std::vector<bool> mask = member_mask(members);
+  std::vector<std::uint64_t> mine;
+  for (const auto& [size, id] : spare_segments_)
+    if (!should_keep_for_others(id, mask)) mine.push_back(id);
+  RecordWriter record;
+  record.add<std::uint64_t>(mine.size());
+  for (std::uint64_t id : mine) record.add<std::uint64_t>(id);
+  auto records = members ? members->exchange(record.bytes) : exchange_(record.bytes);
+  for (int r = 0; r < peers_.size(); ++r) {
+    if (records[static_cast<std::size_t>(r)].empty()) continue;  // outside the group
+    RecordReader in(records[static_cast<std::size_t>(r)]);
+    for (auto n = in.take<std::uint64_t>(); n > 0; --n) {
+      auto reached = peer_segments_.find({r, in.take<std::uint64_t>()});
+      if (reached == peer_segments_.end()) continue;
+      drop_peer_segment(reached->second);
+      peer_segments_.erase(reached);
+    }
+  }
+  for (auto it = spare_segments_.begin(); it != spare_segments_.end();) {
+    if (std::find(mine.begin(), mine.end(), it->second) == mine.end()) {
+      ++it;
+      continue;
+    }
+    spare_bytes_ -= it->first;
+    give_back_segment(it->second, true);
+    it = spare_segments_.erase(it);
+  }
+  // A segment's pages are free once its last mapping is gone: everyone's.
+  if (members) members->barrier();
+  else barrier_();
+}
+
+std::optional<std::vector<void*>> Memory::try_allocate(const char* call, std::size_t bytes, const Members* members,
+                                                       bool may_retry) {
   auto allocation = std::make_unique<Allocation>();
   allocation->id = next_allocation_++;
   allocating_ = allocation->id;
@@ -313,6 +359,7 @@ std::vector<void*> Memory::allocate(const char* call, std::size_t bytes, const M
   record.add<std::uint8_t>(made ? 1 : 0);
   // Keys go with new segments only: the holders keep those of spare ones.
   record.add_bytes(made ? std::span<const std::byte>(mine->packed_key) : std::span<const std::byte>());
+  record.add<std::uint64_t>(spare_bytes_);
   std::vector<std::vector<std::byte>> records;
   try {
     records = members ? members->exchange(record.bytes) : exchange_(record.bytes);
@@ -323,20 +370,28 @@ std::vector<void*> Memory::allocate(const char* call, std::size_t bytes, const M
   }
 
   std::string failures;
-  bool any_made = false;
+  bool any_made = false, any_spares = false;
   for (const auto& theirs : records) {
     if (theirs.empty()) continue;  // outside the group
     RecordReader in(theirs);
     auto text = in.take_bytes();
     for (int skip = 0; skip < 5; ++skip) in.take<std::uint64_t>();
     any_made |= in.take<std::uint8_t>() != 0;
+    in.take_bytes();
+    any_spares |= in.take<std::uint64_t>() != 0;
     if (text.empty()) continue;
     if (!failures.empty()) failures += "; ";
     failures.append(reinterpret_cast<const char*>(text.data()), text.size());
   }
   if (!failures.empty()) {
     if (my_segment != 0) give_back_segment(my_segment, made);
-    probe_liveness();
+    if (may_retry && any_spares) {
+      allocating_ = 0;
+      return std::nullopt;
+    }
+    // Every rank read the same records: the failure is theirs, not a death.
+    // (A neighbour that failed first may be gone already; probing here
+    // would name its exit instead.)
     fail(call, "allocating %zu bytes failed: %s", bytes, failures.c_str());
   }
 
@@ -494,6 +549,11 @@ const std::vector<std::byte>* Memory::own_key(const Region& region) const {
   return &found->second->own_key;
 }
 
+void Memory::forget_rank(int rank) {
+  std::lock_guard guard(progress_.mutex());  // the helper reads the table
+  regions_.clear(rank);
+}
+
 // ------------------------------------------------------------------ control blocks
 
 void Memory::create_control_blocks(const std::function<void()>& everyone_mapped) {
@@ -533,13 +593,20 @@ void Memory::cleanup_names() {
   // made by a same-host rank goes: this path ends the job, and a finished
   // allocation's names are gone already.
   if (allocating_ == 0 || !peers_.neighbours_share_memory()) return;
-  std::vector<long> neighbour_pids;
+  std::vector<int> neighbours;
   for (int r = 0; r < peers_.size(); ++r)
+    if (peers_.kind(r) == PeerKind::self || peers_.kind(r) == PeerKind::shared_memory) neighbours.push_back(r);
+  remove_names_of(neighbours);
+}
+
+void Memory::remove_names_of(const std::vector<int>& ranks) {
+  std::vector<long> pids;
+  for (int r : ranks)
     if (peers_.kind(r) == PeerKind::self || peers_.kind(r) == PeerKind::shared_memory)
-      neighbour_pids.push_back(pids_[static_cast<std::size_t>(r)]);
+      pids.push_back(pids_[static_cast<std::size_t>(r)]);
+  if (pids.empty()) return;
   segment_names::for_each([&](const std::string& name, const segment_names::Parsed& parsed) {
-    if (parsed.tag == job_tag_ &&
-        std::find(neighbour_pids.begin(), neighbour_pids.end(), parsed.pid) != neighbour_pids.end())
+    if (parsed.tag == job_tag_ && std::find(pids.begin(), pids.end(), parsed.pid) != pids.end())
       shm_unlink(("/" + name).c_str());
   });
 }

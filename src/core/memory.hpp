@@ -19,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -108,6 +109,9 @@ class Memory {
   // ARMCI_Malloc / ARMCI_Free, collective over every rank or over members.
   // An allocation whose parts are all empty is not kept (every base is
   // NULL), and a release where every rank passes NULL does nothing.
+  // A rank short of /dev/shm fails the call on every rank, unless some
+  // rank keeps spare segments (ARMCI_MALLOC_KEEP): then all drop them and
+  // try once more.
   std::vector<void*> allocate(const char* call, std::size_t bytes, const Members* members = nullptr);
   void release(const char* call, void* my_base, const Members* members = nullptr);
 
@@ -165,12 +169,20 @@ class Memory {
   }
   platform::RemoteKey control_key(int proc) const { return control_->keys[static_cast<std::size_t>(proc)]; }
 
+  // A dead rank's regions leave the table (return mode, at an API entry):
+  // a transfer to it then fails its lookup, where region_missing names the
+  // death, so the hot path tests nothing more.
+  void forget_rank(int rank);
+
   // Frees every allocation (shutdown, after the last barrier); the control
   // blocks go last, by free_control_blocks().
   void free_all();
   void free_control_blocks();
   // Removes shared-memory names that are still linked; safe on error paths.
   void cleanup_names();
+  // Removes every name of this job made by these ranks (same host only):
+  // dead neighbours cannot remove their own.
+  void remove_names_of(const std::vector<int>& ranks);
 
  private:
   // One of this rank's segments that ARMCI_Malloc parts are carved from.
@@ -193,8 +205,17 @@ class Memory {
   std::uint64_t take_segment(std::uint64_t id, std::size_t bytes, const std::vector<bool>& members, bool& made);
   // ARMCI_Free of a part of segment id: kept spare, or (destroy) gone.
   bool should_destroy(std::uint64_t id, const std::vector<bool>& members) const;
+  // Some rank outside members holds a mapping or key of segment id.
+  bool should_keep_for_others(std::uint64_t id, const std::vector<bool>& members) const;
   void give_back_segment(std::uint64_t id, bool destroy);
   void drop_peer_segment(PeerSegment& segment);
+  // One try of allocate(); nullopt: it failed, and may_retry allowed a
+  // retry because some rank had spare segments to give back.
+  std::optional<std::vector<void*>> try_allocate(const char* call, std::size_t bytes, const Members* members,
+                                                 bool may_retry);
+  // Collective: every spare segment whose holders all take part goes, and
+  // the holders' mappings and keys of it, so its /dev/shm is free again.
+  void release_spares(const Members* members);
   std::vector<bool> member_mask(const Members* members) const;
 
   [[noreturn]] static void region_missing(const char* call, const char* argument, int proc, const void* address,

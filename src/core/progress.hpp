@@ -119,10 +119,12 @@ class Progress {
   void until(Done done) {
     Backoff backoff;
     unsigned rounds = 0;
+    std::int64_t failure_seen_ns = 0;
     while (!done()) {
       progress();
       if (done()) break;
-      check_peers();
+      if (peer_failure_known()) [[unlikely]]
+        check_peers_waiting(failure_seen_ns);
       if ((++rounds & 255) == 0) probe_liveness();
       backoff.pause();
     }

@@ -49,6 +49,12 @@ class RegionTable {
     return true;
   }
 
+  void clear(int rank) {
+    auto& entry = by_rank_[static_cast<std::size_t>(rank)];
+    entry.regions.clear();
+    entry.last = 0;
+  }
+
   // The region of `rank` that holds all of [address, address + length), or
   // nullptr. O(1) when the same region as last time, O(log n) otherwise.
   const Region* find(int rank, std::uintptr_t address, std::size_t length) const {

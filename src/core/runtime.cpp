@@ -74,6 +74,8 @@ Runtime::~Runtime() = default;
 
 void Runtime::start_up() {
   settings_ = Settings::from_environment();
+  set_job_ending(false);
+  set_return_on_peer_failure(settings_.return_on_peer_failure);
   bootstrap_ = platform::Bootstrap::create();
   const int rank = bootstrap_->rank();
   const int size = bootstrap_->size();
@@ -150,6 +152,7 @@ void Runtime::start_up() {
   memory_ = std::make_unique<Memory>(
       *peers_, *progress_, [this](std::span<const std::byte> mine) { return bootstrap_->allgather(mine); },
       segment_names::job_tag(bootstrap_->job_id()), std::move(pids), malloc_keep_bytes());
+  set_peer_death_hook([this](int dead) { memory_->forget_rank(dead); });
   completions_ = std::make_unique<Completions>(*peers_, *progress_, *messages_, settings_);
   vector_messages_ = std::make_unique<VectorMessages>(*progress_, *messages_, *memory_, *completions_, settings_);
   completions_->set_send_batches(
@@ -225,11 +228,21 @@ void Runtime::print_info() const {
 // ------------------------------------------------------------------ shutdown
 
 void Runtime::shut_down() {
-  completions_->all_fence();
-  completions_->complete_all_requests();
-  progress_->drain_pipelines();
-  progress_->drain_background();  // host-assisted transfers served here
-  barrier_->wait();
+  // After a peer's death (return mode) nothing collective can finish: this
+  // rank drops what it holds on its own, and its names leave /dev/shm
+  // (an allocation cut short by the death too, with the dead neighbour's).
+  const bool alone = peer_failure_known();
+  if (alone) {
+    memory_->cleanup_names();
+    memory_->remove_names_of(dead_ranks());
+  } else {
+    completions_->all_fence();
+    completions_->complete_all_requests();
+    progress_->drain_pipelines();
+    progress_->drain_background();  // host-assisted transfers served here
+    barrier_->wait();
+    set_job_ending(true);
+  }
   memory_->free_all();
   sync_.reset();
   groups_.reset();
@@ -237,12 +250,12 @@ void Runtime::shut_down() {
   // The last barrier's puts completed locally only; flush them before the
   // peers' control blocks go, and let a bootstrap fence cover the peers'
   // puts into ours.
-  if (network_) {
+  if (network_ && !alone) {
     platform::Completion flushed;
     progress_->with_network([&](platform::Network& net) { net.flush_all(flushed); });
     completions_->wait("ARMCI_Finalize", flushed);
   }
-  bootstrap_->fence();
+  if (!alone) bootstrap_->fence();
   memory_->free_control_blocks();
   bootstrap_->set_progress(nullptr);
   progress_->stop_helper();

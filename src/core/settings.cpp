@@ -138,11 +138,11 @@ const Entry kEntries[] = {
     number<FIELD(strided_buffered_max), 0>("ARMCI_STRIDED_BUFFERED_MAX"),
     number<FIELD(strided_host_max), 0>("ARMCI_STRIDED_HOST_MAX"),
     number<FIELD(malloc_keep), 0>("ARMCI_MALLOC_KEEP"),
-    // Only `abort` exists so far; `return` (error codes so a runtime can
-    // recover) must be refused by name rather than silently ignored.
     {"ARMCI_ON_PEER_FAILURE",
-     [](Settings&, const char* n, const char* text) { parse_choice(n, text, {"abort"}, {0}); },
-     [](const Settings&) { return std::string("abort"); }},
+     [](Settings& s, const char* n, const char* text) {
+       s.return_on_peer_failure = parse_choice(n, text, {"abort", "return"}, {false, true});
+     },
+     [](const Settings& s) { return std::string(s.return_on_peer_failure ? "return" : "abort"); }},
     {"ARMCI_UCX_ERR_MODE",
      [](Settings& s, const char* n, const char* text) {
        s.network_options.ucx.detect_failures = parse_choice(n, text, {"none", "peer"}, {false, true});

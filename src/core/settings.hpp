@@ -56,6 +56,7 @@ struct Settings {
   // ARMCI_MALLOC_KEEP: bytes of its freed ARMCI_Malloc parts a rank keeps
   // for later allocations (capped by a share of /dev/shm, see Memory).
   std::size_t malloc_keep = 64 * 1024 * 1024;
+  bool return_on_peer_failure = false;              // ARMCI_ON_PEER_FAILURE=return (abort: false)
   long win_sync_timeout_s = 60;                      // ARMCI_WIN_SYNC_TIMEOUT: PSCW waits (0: none)
   platform::NetworkOptions network_options;          // ARMCI_VERBS_*, ARMCI_UCX_ERR_MODE
 

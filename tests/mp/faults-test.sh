@@ -9,6 +9,8 @@
 #     fit must fail on all of them; an allocation that fits must work; a
 #     shared-memory-only job must start in a 1 MiB /dev/shm (no network
 #     layer shared memory needed); /dev/shm must be empty afterwards.
+#     Spare segments (ARMCI_MALLOC_KEEP) are given back, on every rank,
+#     before an allocation that needs their room fails.
 #  2. A rank killed (SIGKILL) while the others are in ARMCI_Barrier, wait in
 #     ARMCI_Lock for a mutex it holds, or ARMCI_Wait on a get from it, with
 #     shared memory and with UCX: every survivor ends within 30 s with an
@@ -17,6 +19,13 @@
 #     errors naming ARMCI_Free, no uncaught C++ exception.
 #  3. A rank killed from outside while every rank loops over Malloc/Free:
 #     nothing of the job is left in /dev/shm (or armci_cleanup removes it).
+#  4. ARMCI_ON_PEER_FAILURE=return, shared memory and UCX: a rank dies
+#     holding a mutex; every call that needs it returns ARMCI_ERR_PEER_DEAD
+#     (mp_faults return checks each code and that the survivors still move
+#     correct data), ARMCI_Finalize returns, the errors name the dead rank,
+#     /dev/shm keeps nothing of the job. And the Malloc/Free loop of 3 in
+#     return mode: the survivors return from the failed call and finish,
+#     leaving nothing in /dev/shm (no armci_cleanup needed).
 # The launcher keeps the job running after a death (orte_enable_recovery),
 # so what ends the survivors is the library's own detection.
 set -u
@@ -80,6 +89,17 @@ else
     elif [ -s "$work/left" ]; then bad "$name" "left in /dev/shm: $(tr '\n' ' ' <"$work/left")"
     else ok "$name"; fi
   done
+  # The first part (400 KiB a rank) stays spare after ARMCI_Free
+  # (ARMCI_MALLOC_KEEP, capped by a share of the free /dev/shm); the second
+  # (3700 KiB a rank) fits only once the spares are given back (it fails
+  # when they are not: checked by hand with the release left out).
+  NO_RECOVERY=1 unshare -m bash -c "shm_case 8 job 2 60 ARMCI_SHM=1 -- $bindir/mp_faults allocfree 400 3700"
+  rc=$?
+  name="shm-full: spare segments given back for an allocation that needs their room"
+  if [ $rc -ne 0 ] || [ "$(grep -c '^PASS mp_faults' "$work/out")" -ne 2 ]; then bad "$name" "exit status $rc"
+  elif [ "$(grep -c '^allocated 3700 KiB' "$work/out")" -ne 2 ]; then bad "$name" "the data was not read back on every rank"
+  elif [ -s "$work/left" ]; then bad "$name" "left in /dev/shm: $(tr '\n' ' ' <"$work/left")"
+  else ok "$name"; fi
   NO_RECOVERY=1 unshare -m bash -c "shm_case 1 job 3 60 ARMCI_SHM=1 -- $bindir/mp_faults alloc 64"
   rc=$?
   name="shm-only job in a 1 MiB /dev/shm"
@@ -146,6 +166,49 @@ for round in 1 2 3; do
     left=$(ls /dev/shm | grep -E "^armci-[0-9a-f]{16}-(${pids%|})-" || true)
     if [ -n "$left" ]; then bad "$name" "left in /dev/shm even after armci_cleanup: $left"
     else ok "$name (armci_cleanup removed what the killed rank left)"; fi
+  else ok "$name"; fi
+done
+
+# ------------------------------------------------------------------ 4. return mode
+job_left() {  # what of the job whose pids are in $work/pids is still in /dev/shm
+  local pids
+  pids=$(cat "$work/pids"/rank.* 2>/dev/null | tr '\n' '|')
+  [ -n "$pids" ] && ls /dev/shm | grep -E "^armci-[0-9a-f]{16}-(${pids%|})-" || true
+}
+for mode in shm ucx; do
+  rm -f "$work/pids"/*
+  # shellcheck disable=SC2086
+  job 3 60 ${mode_env[$mode]} ARMCI_ON_PEER_FAILURE=return MP_PIDDIR="$work/pids" -- "$bindir/mp_faults" return
+  rc=$?
+  name="return mode: rank 2 dies holding a mutex, survivors get error codes, $mode"
+  nerr=$(grep -cE "^armci: rank [01]: ARMCI_Put: rank 2 died .*returning ARMCI_ERR_PEER_DEAD" "$work/err")
+  left=$(job_left)
+  if [ $rc -ge 124 ]; then bad "$name" "not over within 60 s"
+  elif grep -qE "terminate called|what\(\)|^FAIL rank" "$work/err" "$work/out"; then bad "$name" "a check failed or an exception escaped"
+  elif [ "$(grep -c '^returned rank' "$work/out")" -ne 2 ]; then bad "$name" "not both survivors got to the end"
+  elif [ "$nerr" -ne 2 ]; then bad "$name" "$nerr of 2 survivors named the dead rank and ARMCI_Put"
+  elif [ -n "$left" ]; then bad "$name" "left in /dev/shm: $left"
+  else ok "$name"; fi
+done
+for mode in shm ucx; do
+  rm -f "$work/pids"/*
+  # shellcheck disable=SC2086
+  job 3 60 ${mode_env[$mode]} ARMCI_ON_PEER_FAILURE=return MP_PIDDIR="$work/pids" -- \
+    "$bindir/mp_faults" mallocloop 100000 &
+  launcher=$!
+  for _ in $(seq 100); do [ -s "$work/pids/rank.1" ] && break; sleep 0.1; done
+  victim=$(cat "$work/pids/rank.1" 2>/dev/null)
+  sleep "0.$((RANDOM % 5))"
+  [ -n "$victim" ] && kill -9 "$victim"
+  wait $launcher
+  rc=$?
+  left=$(job_left)
+  name="return mode: rank 1 killed in a Malloc/Free loop, $mode"
+  if [ -z "$victim" ]; then bad "$name" "rank 1 never started"
+  elif [ $rc -ge 124 ]; then bad "$name" "not over within 60 s"
+  elif grep -qE "terminate called|what\(\)|^FAIL rank" "$work/err" "$work/out"; then bad "$name" "a check failed or an exception escaped"
+  elif [ "$(grep -c '^returned rank' "$work/out")" -ne 2 ]; then bad "$name" "not both survivors returned from the failed call"
+  elif [ -n "$left" ]; then bad "$name" "left in /dev/shm: $left"
   else ok "$name"; fi
 done
 

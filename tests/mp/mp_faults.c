@@ -6,6 +6,9 @@
  *   alloc KIB...  ARMCI_Malloc of each size in turn, every byte written;
  *                 prints "allocated N KiB rank R" after each (a full
  *                 /dev/shm must fail the call on every rank instead)
+ *   allocfree A B ARMCI_Malloc of A KiB, freed (kept spare), then of B KiB;
+ *                 every rank writes its part of B, reads its neighbour's
+ *                 back and checks it; prints "allocated B KiB rank R"
  *   mallocloop N  N rounds of Malloc/Free of 256 KiB; the script kills a
  *                 rank from outside at some point of it
  *   barrier       the last rank dies (SIGKILL) after a barrier; the others
@@ -16,12 +19,20 @@
  *                 ARMCI_Wait, over and over (then a barrier)
  *   errorfree     the last rank calls ARMCI_Error while the others are in
  *                 ARMCI_Free
+ *   return        (ARMCI_ON_PEER_FAILURE=return, np 3) the last rank takes
+ *                 mutex 0 of rank 0 and dies; the survivors check that
+ *                 every call needing it returns ARMCI_ERR_PEER_DEAD (or,
+ *                 without a result, sets ARMCIX_Peer_error), that every
+ *                 collective does, that they still move correct data
+ *                 between themselves, and that ARMCI_Finalize returns;
+ *                 prints "returned rank R" at the end
  * Every rank that gets past the fault prints "survived CASE rank R": the
  * script counts that as a failure. With MP_PIDDIR set each rank writes its
  * pid to $MP_PIDDIR/rank.R first.
  */
 #include "mp_common.h"
 
+#include <armcix.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -34,6 +45,100 @@ static void write_pid(int me) {
   MP_CHECK(f != NULL, "cannot write %s", path);
   fprintf(f, "%ld\n", (long)getpid());
   fclose(f);
+}
+
+/* A call without a result returned early because of the dead peer. */
+#define CHECK_PEER_ERROR(call)                                \
+  do {                                                        \
+    call;                                                     \
+    MP_CHECK(ARMCIX_Peer_error() == ARMCI_ERR_PEER_DEAD, "%s set no peer error", #call); \
+  } while (0)
+
+enum { kRegion = 1 << 16 };
+
+static void return_case(int me, int np, int victim, void **base) {
+  MP_CHECK(np == 3, "the return case runs on 3 ranks");
+  MP_CHECK_INT(0, ARMCI_Malloc(base, kRegion));
+  MP_CHECK_INT(0, ARMCI_Create_mutexes(1));
+  armcix_mutex_hdl_t mutexes = ARMCIX_Create_mutexes_hdl(1, NULL);
+  mp_fill_pattern(base[me], kRegion, me, me, 0);
+  char *buf = malloc(kRegion), *want = malloc(kRegion);
+  if (me == victim) ARMCI_Lock(0, 0);
+  ARMCI_Barrier();
+  if (me == victim) raise(SIGKILL);
+
+  /* The barrier waits for the dead rank until its death is known, then
+   * returns early; from then on every collective fails at once. */
+  double t0 = mp_now();
+  CHECK_PEER_ERROR(ARMCI_Barrier());
+  MP_CHECK(mp_now() - t0 < 10, "the barrier took %.1f s to see the death", mp_now() - t0);
+  int dead[4] = {-1, -1, -1, -1};
+  MP_CHECK_INT(1, ARMCIX_Dead_ranks(dead, 4));
+  MP_CHECK_INT(victim, dead[0]);
+  MP_CHECK_INT(0, ARMCIX_Peer_error()); /* read once, cleared */
+  CHECK_PEER_ERROR(ARMCI_Barrier());
+  CHECK_PEER_ERROR(ARMCI_AllFence());
+  int sum = 1;
+  CHECK_PEER_ERROR(armci_msg_igop(&sum, 1, "+"));
+  MP_CHECK_INT(ARMCI_ERR_PEER_DEAD, ARMCI_Malloc(base, 4096));
+  MP_CHECK_INT(ARMCI_ERR_PEER_DEAD, ARMCI_Free(base[me]));
+
+  /* Everything that reaches the dead rank. */
+  char *far = base[victim];
+  MP_CHECK_INT(ARMCI_ERR_PEER_DEAD, ARMCI_Put(buf, far, 64, victim));
+  MP_CHECK_INT(ARMCI_ERR_PEER_DEAD, ARMCI_Get(far, buf, 64, victim));
+  double scale = 1.0;
+  MP_CHECK_INT(ARMCI_ERR_PEER_DEAD, ARMCI_Acc(ARMCI_ACC_DBL, &scale, buf, far, 64, victim));
+  int stride[1] = {128}, count[2] = {64, 4};
+  MP_CHECK_INT(ARMCI_ERR_PEER_DEAD, ARMCI_PutS(buf, stride, far, stride, count, 1, victim));
+  MP_CHECK_INT(ARMCI_ERR_PEER_DEAD, ARMCI_GetS(far, stride, buf, stride, count, 1, victim));
+  MP_CHECK_INT(ARMCI_ERR_PEER_DEAD, ARMCI_AccS(ARMCI_ACC_DBL, &scale, buf, stride, far, stride, count, 1, victim));
+  void *src[2] = {buf, buf + 256}, *dst[2] = {far, far + 256};
+  armci_giov_t iov = {src, dst, 64, 2};
+  MP_CHECK_INT(ARMCI_ERR_PEER_DEAD, ARMCI_PutV(&iov, 1, victim));
+  armci_hdl_t h;
+  ARMCI_INIT_HANDLE(&h);
+  MP_CHECK_INT(ARMCI_ERR_PEER_DEAD, ARMCI_NbGet(far, buf, 64, victim, &h));
+  int old = 0;
+  MP_CHECK_INT(ARMCI_ERR_PEER_DEAD, ARMCI_Rmw(ARMCI_FETCH_AND_ADD, &old, far, 1, victim));
+  CHECK_PEER_ERROR(ARMCI_Fence(victim));
+  CHECK_PEER_ERROR(ARMCIX_Lock_hdl(mutexes, 0, victim));
+  MP_CHECK_INT(ARMCI_ERR_PEER_DEAD, ARMCIX_Destroy_mutexes_hdl(mutexes));
+  MP_CHECK_INT(ARMCI_ERR_PEER_DEAD, ARMCI_WaitProc(victim));
+  /* Mutex 0 of rank 0 is held by the dead rank: no one can tell it will
+   * never come back, so the wait gives up after a while, with the error. */
+  t0 = mp_now();
+  CHECK_PEER_ERROR(ARMCI_Lock(0, 0));
+  MP_CHECK(mp_now() - t0 < 10, "Lock of the dead rank's mutex took %.1f s", mp_now() - t0);
+
+  /* The survivors still move correct data between themselves: each reads
+   * the other's pattern (written before the death), then writes its own
+   * into the other's region and tells it so through armci_notify. */
+  const int partner = 1 - me;
+  MP_CHECK_INT(0, ARMCI_Get(base[partner], buf, kRegion, partner));
+  mp_fill_pattern(want, kRegion, partner, partner, 0);
+  MP_CHECK_BYTES(want, buf, kRegion, "survivor's memory read after the death");
+  mp_fill_pattern(buf, kRegion / 2, me, partner, 0);
+  MP_CHECK_INT(0, ARMCI_Put(buf, (char *)base[partner] + (me == 0 ? 0 : kRegion / 2), kRegion / 2, partner));
+  ARMCI_Fence(partner);
+  MP_CHECK_INT(0, ARMCIX_Peer_error());
+  ARMCI_INIT_HANDLE(&h);
+  MP_CHECK_INT(0, ARMCI_NbPut(buf, (char *)base[partner] + (me == 0 ? 0 : kRegion / 2), 64, partner, &h));
+  MP_CHECK_INT(0, ARMCI_Wait(&h));
+  MP_CHECK(armci_notify(partner) >= 0, "armci_notify to the survivor failed");
+  int value = 0;
+  armci_notify_wait(partner, &value);
+  MP_CHECK_INT(0, ARMCIX_Peer_error());
+  mp_fill_pattern(want, kRegion / 2, partner, me, 0);
+  MP_CHECK_BYTES(want, (char *)base[me] + (partner == 0 ? 0 : kRegion / 2), kRegion / 2,
+                 "survivor's put after the death");
+  long got = 0;
+  MP_CHECK_INT(0, ARMCI_Rmw(ARMCI_FETCH_AND_ADD_LONG, &got, base[partner], 0, partner));
+
+  /* Finalize ends this rank's part alone and says so. */
+  MP_CHECK_INT(ARMCI_ERR_PEER_DEAD, ARMCI_Finalize());
+  printf("returned rank %d\n", me);
+  fflush(stdout);
 }
 
 int main(int argc, char **argv) {
@@ -56,11 +161,40 @@ int main(int argc, char **argv) {
     mp_pass("mp_faults", me);
     return 0;
   }
+  if (strcmp(c, "allocfree") == 0) {
+    MP_CHECK(argc == 4, "usage: mp_faults allocfree KIB KIB");
+    const size_t first = (size_t)atol(argv[2]) * 1024, second = (size_t)atol(argv[3]) * 1024;
+    MP_CHECK_INT(0, ARMCI_Malloc(base, (armci_size_t)first));
+    memset(base[me], 0x5a, first);
+    MP_CHECK_INT(0, ARMCI_Free(base[me]));
+    MP_CHECK_INT(0, ARMCI_Malloc(base, (armci_size_t)second));
+    mp_fill_pattern(base[me], second, me, me, 0);
+    ARMCI_Barrier();
+    const int next = (me + 1) % np;
+    unsigned char *got = malloc(second), *want = malloc(second);
+    MP_CHECK_INT(0, ARMCI_Get(base[next], got, (int)second, next));
+    mp_fill_pattern(want, second, next, next, 0);
+    MP_CHECK_BYTES(want, got, second, "neighbour's part read back");
+    printf("allocated %s KiB rank %d\n", argv[3], me);
+    fflush(stdout);
+    ARMCI_Barrier();
+    MP_CHECK_INT(0, ARMCI_Free(base[me]));
+    ARMCI_Finalize();
+    mp_pass("mp_faults", me);
+    return 0;
+  }
   if (strcmp(c, "mallocloop") == 0) {
     int rounds = argc > 2 ? atoi(argv[2]) : 1000;
     for (int i = 0; i < rounds; i++) {
-      MP_CHECK_INT(0, ARMCI_Malloc(base, 256 * 1024));
-      ARMCI_Free(base[me]);
+      /* Return mode: the death ends the loop with the code, not the process. */
+      int rc = ARMCI_Malloc(base, 256 * 1024);
+      if (rc == 0) rc = ARMCI_Free(base[me]);
+      if (rc != 0) {
+        MP_CHECK_INT(ARMCI_ERR_PEER_DEAD, rc);
+        MP_CHECK_INT(ARMCI_ERR_PEER_DEAD, ARMCI_Finalize());
+        printf("returned rank %d\n", me);
+        return 0;
+      }
     }
   } else if (strcmp(c, "barrier") == 0) {
     ARMCI_Barrier();
@@ -89,6 +223,9 @@ int main(int argc, char **argv) {
     MP_CHECK_INT(0, ARMCI_Malloc(base, 4096));
     if (me == victim) ARMCI_Error("errorfree: the victim gives up", 3);
     ARMCI_Free(base[me]);
+  } else if (strcmp(c, "return") == 0) {
+    return_case(me, np, victim, base);
+    return 0;
   } else {
     MP_CHECK(0, "unknown case '%s'", c);
   }

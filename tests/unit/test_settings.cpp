@@ -73,10 +73,16 @@ TEST(SettingsDeathTest, BadChoiceListsTheChoices) {
               "setting ARMCI_UCX_ERR_MODE='bogus' is not one of none, peer");
 }
 
-TEST(SettingsDeathTest, UnimplementedPeerFailurePolicyIsRefused) {
-  ScopedVariable bad("ARMCI_ON_PEER_FAILURE", "return");
+TEST(SettingsDeathTest, UnknownPeerFailurePolicyIsRefused) {
+  ScopedVariable bad("ARMCI_ON_PEER_FAILURE", "ignore");
   EXPECT_EXIT(Settings::from_environment(), ::testing::ExitedWithCode(1),
-              "setting ARMCI_ON_PEER_FAILURE='return' is not one of abort");
+              "setting ARMCI_ON_PEER_FAILURE='ignore' is not one of abort, return");
+}
+
+TEST(Settings, PeerFailurePolicyReturn) {
+  EXPECT_FALSE(Settings::from_environment().return_on_peer_failure);
+  ScopedVariable policy("ARMCI_ON_PEER_FAILURE", "return");
+  EXPECT_TRUE(Settings::from_environment().return_on_peer_failure);
 }
 
 }  // namespace
