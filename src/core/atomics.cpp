@@ -212,8 +212,12 @@ void Sync::put_flag(const char* call, const void* src, void* dst, std::size_t by
     atomic_at<int>(flag_local).store(value, std::memory_order_release);
     return;
   }
-  // Blocking puts to one target are ordered, so the flag cannot land first.
-  put_blocking(call, &value, flag, sizeof(int), proc);
+  // One atomic write, ordered after the data: a put of the flag may write
+  // the word twice (store64's comment), and the second copy could land
+  // after the target saw the first and reset the flag, a notification
+  // nobody sent.
+  completions_.order_after_puts(proc, false);
+  update32(call, user_word(call, proc, flag, sizeof(int)), false, static_cast<std::uint32_t>(value));
 }
 
 void Sync::put_blocking(const char* call, const void* src, void* dst, std::size_t bytes, int proc) {

@@ -13,6 +13,14 @@
 // So the lock is FIFO (the order of the tail swaps), a waiter reads only its
 // own memory (driving the local network progress, never polling a remote
 // word), and a handover costs the releaser one write.
+//
+// That write (link or grant) must happen exactly once: the node's owner
+// resets the node for its next lock as soon as it sees it, so a second,
+// late copy of the same write is a grant nobody gave (two holders) or a
+// link into the wrong episode (a corrupt queue). A put does not promise
+// that (see store64), so through the network the handover is a
+// compare-and-swap from the value the owner readied, which also catches a
+// node in the wrong state instead of corrupting it further.
 #include <atomic>
 #include <cstddef>
 
@@ -145,13 +153,28 @@ bool Sync::lock_in(const char* call, const Allocation& tails, int count, int mut
     if (holder < 0 || holder >= peers_.size() || holder_slot >= kLockSlots || holder == peers_.rank())
       fail(call, "mutex %d of rank %d is corrupt (its queue names rank %d, slot %d)", mutex, proc, holder,
            holder_slot);
-    store64(call, word_at(*sync_, holder, node_offset(holder_slot) + offsetof(LockNode, next)), me);
+    handover64(call, word_at(*sync_, holder, node_offset(holder_slot) + offsetof(LockNode, next)), 0, me, mutex,
+               proc);
     auto granted = node_word(mine.local, offsetof(LockNode, granted_wait));
     progress_.until([&] { return granted.load(std::memory_order_acquire) == 0; });
   }
   if (network_) std::atomic_thread_fence(std::memory_order_seq_cst);
   held_.push_back({&tails, key, slot});
   return true;
+}
+
+void Sync::handover64(const char* call, const Word& w, std::uint64_t ready, std::uint64_t value, int mutex,
+                      int proc) {
+  if (w.local != nullptr) {
+    // One CPU store: written once, and no network atomic on this word to
+    // mix with (sync.hpp).
+    node_word(w.local, 0).store(value, std::memory_order_release);
+    return;
+  }
+  const std::uint64_t found = compare_swap64(call, w, ready, value);
+  if (found != ready)
+    fail(call, "mutex %d of rank %d is corrupt (rank %d's queue node holds 0x%llx, expected 0x%llx)", mutex, proc,
+         w.proc, static_cast<unsigned long long>(found), static_cast<unsigned long long>(ready));
 }
 
 void Sync::unlock_in(const char* call, const Allocation& tails, int count, int mutex, int proc) {
@@ -178,7 +201,8 @@ void Sync::unlock_in(const char* call, const Allocation& tails, int count, int m
     if (successor < 0 || successor >= peers_.size() || successor_slot >= kLockSlots)
       fail(call, "mutex %d of rank %d is corrupt (its queue names rank %d, slot %d)", mutex, proc, successor,
            successor_slot);
-    store64(call, word_at(*sync_, successor, node_offset(successor_slot) + offsetof(LockNode, granted_wait)), 0);
+    handover64(call, word_at(*sync_, successor, node_offset(successor_slot) + offsetof(LockNode, granted_wait)), 1, 0,
+               mutex, proc);
   }
   *found = held_.back();
   held_.pop_back();

@@ -108,7 +108,11 @@ class Sync : private protocols::NetworkWords {
   std::uint64_t fetch_add64(const char* call, const Word& w, std::uint64_t value);
   std::uint64_t compare_swap64(const char* call, const Word& w, std::uint64_t expected,
                                std::uint64_t desired);
-  // A plain 64-bit store into a word only this rank writes at the moment.
+  // A plain 64-bit store into a word only this rank writes. Through the
+  // network it is a put, which UCX within one host makes with memcpy: glibc
+  // writes 8 bytes with two stores of the same value, so a writer
+  // descheduled between them writes the word again later. Words that
+  // another rank writes too (queue-lock nodes) take handover64 instead.
   void store64(const char* call, const Word& w, std::uint64_t value);
 
  private:
@@ -125,6 +129,9 @@ class Sync : private protocols::NetworkWords {
   Word user_word(const char* call, int proc, void* prem, std::size_t width);
 
   std::uint64_t swap64(const char* call, const Word& w, std::uint64_t value);
+  // A link or grant into another rank's queue node, which that rank set to
+  // `ready` before it made the node reachable: one write, never repeated.
+  void handover64(const char* call, const Word& w, std::uint64_t ready, std::uint64_t value, int mutex, int proc);
   // 32-bit lane of the aligned word that holds it; `add` or replace.
   std::uint32_t update32(const char* call, const Word& lane, bool add, std::uint32_t value);
 

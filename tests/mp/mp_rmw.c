@@ -12,8 +12,10 @@
  *    ranks plus in the slot) is the same after as before;
  *  - mutexes (counts differing per rank, several homes): Get, add, Put of a
  *    block under the lock, hundreds of times per rank, with a holder word that
- *    catches two holders at once, nested locks, then exact totals (each home
- *    recomputes every rank's random choices from the seed); re-creation;
+ *    catches two holders at once (and a count of holders kept beside the
+ *    library, with CPU atomics among the ranks of a host), nested locks,
+ *    then exact totals (each home recomputes every rank's random choices
+ *    from the seed); re-creation;
  *  - notify: ring of data + notify, Acc + notify, several notifications before
  *    the waits, self notification; return values and *pval checked;
  *  - Put_flag: 64 KiB + flag around the ring; the target spins on the flag
@@ -23,7 +25,11 @@
  */
 #include "mp_common.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 static int me, np;
 static int K;        /* Rmw rounds per target */
@@ -257,6 +263,43 @@ static void update_block(void **base, pick_t p) {
   MP_CHECK_INT(0, ARMCI_Put(&b, remote, sizeof b, d));
 }
 
+/* Holders of each mutex, counted beside the library with CPU atomics in a
+ * file the ranks of this host share (named after their launcher, the common
+ * parent): a second holder shows the moment it gets the lock, whatever the
+ * data it then reads. Ranks on other hosts count in their own file, so this
+ * can miss a violation between hosts (the holder word still sees those) but
+ * never report one that did not happen. */
+static long *holders; /* [home * MAXMUTEX + mutex] */
+
+static void holders_open(void) {
+  char name[64];
+  snprintf(name, sizeof name, "/mp_rmw_holders_%ld", (long)getppid());
+  size_t bytes = sizeof(long) * (size_t)np * MAXMUTEX;
+  int fd = shm_open(name, O_CREAT | O_RDWR, 0600);
+  MP_CHECK(fd >= 0 && ftruncate(fd, (off_t)bytes) == 0, "shared holder counts %s: %s", name, strerror(errno));
+  holders = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  MP_CHECK(holders != MAP_FAILED, "mapping %s: %s", name, strerror(errno));
+  close(fd);
+  ARMCI_Barrier(); /* every rank of this host has it mapped: the name can go */
+  shm_unlink(name);
+  memset(holders, 0, bytes); /* nobody locks before the next barrier */
+  ARMCI_Barrier();
+}
+
+static void holders_close(void) { munmap(holders, sizeof(long) * (size_t)np * MAXMUTEX); }
+
+static void lock_counted(pick_t p) {
+  ARMCI_Lock(p.m, p.h);
+  long others = __atomic_fetch_add(&holders[block_index(p.h, p.m)], 1, __ATOMIC_SEQ_CST);
+  MP_CHECK(others == 0, "mutual exclusion violated: rank %d got mutex %d of rank %d while %ld other rank(s) of this host held it",
+           me, p.m, p.h, others);
+}
+
+static void unlock_counted(pick_t p) {
+  __atomic_fetch_sub(&holders[block_index(p.h, p.m)], 1, __ATOMIC_SEQ_CST);
+  ARMCI_Unlock(p.m, p.h);
+}
+
 static int before(pick_t a, pick_t b) { return a.h < b.h || (a.h == b.h && a.m < b.m); }
 
 static void test_mutexes(void) {
@@ -271,6 +314,7 @@ static void test_mutexes(void) {
   MP_CHECK_INT(0, ARMCI_Create_mutexes(mutexes_of(me)));
   ARMCI_Barrier();
 
+  holders_open();
   mp_rng_t rng;
   mp_rng_init(&rng, mp_seed(), me, 7);
   for (int it = 0; it < LROUNDS; it++) {
@@ -281,20 +325,21 @@ static void test_mutexes(void) {
       pick_t b = pick(&rng);
       if (b.h == a.h && b.m == a.m) b.m = (b.m + 1) % mutexes_of(b.h);
       pick_t first = before(a, b) ? a : b, second = before(a, b) ? b : a;
-      ARMCI_Lock(first.m, first.h);
-      ARMCI_Lock(second.m, second.h);
+      lock_counted(first);
+      lock_counted(second);
       update_block(base, first);
       update_block(base, second);
-      ARMCI_Unlock(first.m, first.h);
-      ARMCI_Unlock(second.m, second.h);
+      unlock_counted(first);
+      unlock_counted(second);
     } else {
-      ARMCI_Lock(a.m, a.h);
+      lock_counted(a);
       update_block(base, a);
-      ARMCI_Unlock(a.m, a.h);
+      unlock_counted(a);
     }
   }
   mp_set_where("%s", "");
   ARMCI_Barrier();
+  holders_close();
 
   /* Every home of data replays every rank's picks. */
   long *count = calloc(nblocks, sizeof(long));

@@ -141,7 +141,7 @@ std::string AtomicTable::describe(const char* prefix) const {
   std::snprintf(line, sizeof line,
                 "%s%-5s %-33s mutex/mcs-queue: tail by rmw/%s swap, rmw/%s compare-swap; handover by %s\n", prefix,
                 "mutex", "lock|trylock|unlock", find(WordOp::swap).name, find(WordOp::compare_swap).name,
-                network_ ? "a store where mapped, else a put" : "a store");
+                network_ ? "a store where mapped, else a compare-swap" : "a store");
   out += line;
   return out;
 }
