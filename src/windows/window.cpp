@@ -90,6 +90,15 @@ Window::Window(const char* call, WindowParts parts, const Group& group, void* ba
   } catch (const std::exception& e) {
     fail(call, "allocating the window's control block failed: %s", e.what());
   }
+  // The hybrid lock's same-node half: when every member shares this node's
+  // memory (and is not reached through the network), every locker of every
+  // lock word is a CPU here, so CPU atomics serve the words even in a job
+  // whose other ranks make Sync use network atomics; the same holds at
+  // every member, so no word is ever touched by both kinds.
+  cpu_locks_ = true;
+  for (int r = 0; r < n; ++r)
+    if (parts_.peers.reached_by_network(world(r)) || control_->local(parts_.peers, world(r)) == nullptr)
+      cpu_locks_ = false;
   locks_.assign(static_cast<std::size_t>(n), WinLock::none);
   issued_.assign(static_cast<std::size_t>(n), 0);
   started_.assign(static_cast<std::size_t>(n), 0);
@@ -224,15 +233,30 @@ void Window::finish_all_ops(const char* call) {
 
 // ------------------------------------------------------------------ passive target
 
+std::uint64_t Window::lock_fetch_add(const char* call, const Sync::Word& w, std::uint64_t value) {
+  if (cpu_locks_) return std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(w.local)).fetch_add(value);
+  return parts_.sync.fetch_add64(call, w, value);
+}
+
+std::uint64_t Window::lock_compare_swap(const char* call, const Sync::Word& w, std::uint64_t expected,
+                                        std::uint64_t desired) {
+  if (cpu_locks_) {
+    std::atomic_ref<std::uint64_t> word(*reinterpret_cast<std::uint64_t*>(w.local));
+    word.compare_exchange_strong(expected, desired);
+    return expected;  // the old value either way
+  }
+  return parts_.sync.compare_swap64(call, w, expected, desired);
+}
+
 void Window::acquire(const char* call, int rank, bool exclusive) {
   const Sync::Word w = word(rank, 0);
   LockBackoff backoff(parts_.progress);
   if (exclusive) {
-    while (parts_.sync.compare_swap64(call, w, 0, kWriter) != 0) backoff.pause();
+    while (lock_compare_swap(call, w, 0, kWriter) != 0) backoff.pause();
     return;
   }
-  while (parts_.sync.fetch_add64(call, w, 1) & kWriter) {
-    parts_.sync.fetch_add64(call, w, ~std::uint64_t{0});  // back out: a writer holds it
+  while (lock_fetch_add(call, w, 1) & kWriter) {
+    lock_fetch_add(call, w, ~std::uint64_t{0});  // back out: a writer holds it
     backoff.pause();
   }
 }
@@ -240,7 +264,7 @@ void Window::acquire(const char* call, int rank, bool exclusive) {
 void Window::release(const char* call, int rank, WinLock held) {
   if (held == WinLock::nocheck) return;
   // Adding the two's complement: one atomic whatever readers do meanwhile.
-  parts_.sync.fetch_add64(call, word(rank, 0), held == WinLock::exclusive ? kWriter : ~std::uint64_t{0});
+  lock_fetch_add(call, word(rank, 0), held == WinLock::exclusive ? kWriter : ~std::uint64_t{0});
 }
 
 void Window::lock(const char* call, int type, int rank, int assert) {

@@ -5,8 +5,9 @@
 //
 // Per member, the control block holds
 //   [0]                 the lock word: bit 63 the writer, the low bits the
-//                       number of readers (network or CPU atomics, Sync's
-//                       mechanism for the job)
+//                       number of readers (CPU atomics when the whole group
+//                       shares one node's memory, Sync's mechanism for the
+//                       job otherwise)
 //   [exposed_offset]    one word per group rank t: how many times t posted
 //                       an exposure epoch that includes this rank (t writes)
 //   [completed_offset]  one word per group rank o: how many access epochs
@@ -113,6 +114,10 @@ class Window {
   }
   void acquire(const char* call, int rank, bool exclusive);
   void release(const char* call, int rank, WinLock held);
+  // The lock word's atomics: CPU ones when cpu_locks_, Sync's otherwise.
+  std::uint64_t lock_fetch_add(const char* call, const Sync::Word& w, std::uint64_t value);
+  std::uint64_t lock_compare_swap(const char* call, const Sync::Word& w, std::uint64_t expected,
+                                  std::uint64_t desired);
   std::uint64_t own_word(std::size_t offset) const;
   Sync::Word word(int rank, std::size_t offset) const;
   std::size_t exposed_offset(int from) const { return 64 + static_cast<std::size_t>(from) * 8; }
@@ -136,6 +141,7 @@ class Window {
   void* allocated_ = nullptr;  // allocate: this rank's part, released at free
   bool allocated_any_ = false;
   bool freed_ = false;
+  bool cpu_locks_ = false;  // every member on this node: lock words by CPU atomics
 
   // Epochs of this rank as an origin.
   std::vector<WinLock> locks_;  // per target
