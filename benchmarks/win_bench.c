@@ -10,6 +10,11 @@
  *   fence_empty         one fence, no operation
  *   fence_put           an 8 B put to the right neighbour + one fence
  *   pscw_ring           post(left) start(right) put complete wait
+ *   lpu_x_<size>        lock exclusive + put of <size> (8 B .. 1 MiB) + unlock
+ *   contend_<k>         ranks 0..k-1 each lock rank 0 exclusive, put 8 B
+ *                       into their own slot, unlock (k = 1..np; the time
+ *                       per epoch of one locker, all finishing)
+ *   halo_<size>         put <size> to both neighbours + fence
  * Samples of the two alternate (which goes first alternates too); each is a
  * calibrated number of back-to-back epochs between two MPI_Barriers, timed
  * on rank 0. Each cell is checked once before timing: the value written
@@ -24,9 +29,14 @@
 #include "armci_win.h"
 #include "harness.h"
 
-enum op { OP_LPU_X, OP_LPU_S, OP_LU, OP_FENCE_EMPTY, OP_FENCE_PUT, OP_PSCW, NOPS };
-static const char *op_names[NOPS] = {"lock_put_unlock_x", "lock_put_unlock_s", "lock_unlock",
-                                     "fence_empty",       "fence_put",         "pscw_ring"};
+enum op { OP_LPU_X, OP_LPU_S, OP_LU, OP_FENCE_EMPTY, OP_FENCE_PUT, OP_PSCW, OP_LPU_SIZE, OP_CONTEND, OP_HALO };
+static const char *op_names[] = {"lock_put_unlock_x", "lock_put_unlock_s", "lock_unlock",
+                                 "fence_empty",       "fence_put",         "pscw_ring"};
+enum { MAX_PUT = 1 << 20, MAX_HALO = 1 << 16, MAX_CELLS = 64 };
+/* The window: [0, MAX_PUT) the lock cells' target, then one slot of 8 B
+ * per rank (contention), then two halo slots. */
+static size_t slot_offset, halo_offset, win_bytes;
+static unsigned char *payload; /* MAX_PUT bytes, its first long the value */
 enum impl { IMPL_ARMCI, IMPL_MPI, NIMPLS };
 
 static int reps = 9, warmup = 1;
@@ -43,13 +53,52 @@ static MPI_Group mgroups[2];
 
 struct cell {
   enum op op;
+  size_t bytes; /* OP_LPU_SIZE, OP_HALO */
+  int lockers;  /* OP_CONTEND */
+  char name[24];
   long iters;
   double samples[NIMPLS][BENCH_MAX_REPS];
 };
-static struct cell cells[NOPS];
+static struct cell cells[MAX_CELLS];
+static int ncells;
 
-static void armci_epoch(enum op op, long value) {
+static void add_cell(enum op op, size_t bytes, int lockers) {
+  struct cell *c = &cells[ncells++];
+  c->op = op;
+  c->bytes = bytes;
+  c->lockers = lockers;
+  char size[16];
+  if (op == OP_LPU_SIZE)
+    snprintf(c->name, sizeof c->name, "lpu_x_%s", format_bytes((long)bytes, size, sizeof size));
+  else if (op == OP_HALO)
+    snprintf(c->name, sizeof c->name, "halo_%s", format_bytes((long)bytes, size, sizeof size));
+  else if (op == OP_CONTEND)
+    snprintf(c->name, sizeof c->name, "contend_%d", lockers);
+  else
+    snprintf(c->name, sizeof c->name, "%s", op_names[op]);
+}
+
+static void armci_epoch(const struct cell *c, long value) {
+  const enum op op = c->op;
   switch (op) {
+    case OP_LPU_SIZE:
+      memcpy(payload, &value, sizeof value);
+      ARMCI_Win_lock(ARMCI_WIN_LOCK_EXCLUSIVE, right, 0, awin);
+      ARMCI_Win_put(payload, c->bytes, right, 0, awin);
+      ARMCI_Win_unlock(right, awin);
+      break;
+    case OP_CONTEND:
+      if (me >= c->lockers) break;
+      ARMCI_Win_lock(ARMCI_WIN_LOCK_EXCLUSIVE, 0, 0, awin);
+      ARMCI_Win_put(&value, sizeof value, 0, slot_offset + 8 * (size_t)me, awin);
+      ARMCI_Win_unlock(0, awin);
+      break;
+    case OP_HALO:
+      memcpy(payload, &value, sizeof value);
+      ARMCI_Win_put(payload, c->bytes, right, halo_offset, awin);
+      ARMCI_Win_put(payload, c->bytes, left, halo_offset + MAX_HALO, awin);
+      ARMCI_Win_fence(0, awin);
+      break;
     case OP_LPU_X:
     case OP_LPU_S:
       ARMCI_Win_lock(op == OP_LPU_X ? ARMCI_WIN_LOCK_EXCLUSIVE : ARMCI_WIN_LOCK_SHARED, right, 0, awin);
@@ -76,8 +125,28 @@ static void armci_epoch(enum op op, long value) {
   }
 }
 
-static void mpi_epoch(enum op op, long value) {
+static void mpi_epoch(const struct cell *c, long value) {
+  const enum op op = c->op;
   switch (op) {
+    case OP_LPU_SIZE:
+      memcpy(payload, &value, sizeof value);
+      MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, mwin);
+      MPI_Put(payload, (int)c->bytes, MPI_BYTE, right, 0, (int)c->bytes, MPI_BYTE, mwin);
+      MPI_Win_unlock(right, mwin);
+      break;
+    case OP_CONTEND:
+      if (me >= c->lockers) break;
+      MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, mwin);
+      MPI_Put(&value, 1, MPI_LONG, 0, (MPI_Aint)(slot_offset + 8 * (size_t)me), 1, MPI_LONG, mwin);
+      MPI_Win_unlock(0, mwin);
+      break;
+    case OP_HALO:
+      memcpy(payload, &value, sizeof value);
+      MPI_Put(payload, (int)c->bytes, MPI_BYTE, right, (MPI_Aint)halo_offset, (int)c->bytes, MPI_BYTE, mwin);
+      MPI_Put(payload, (int)c->bytes, MPI_BYTE, left, (MPI_Aint)(halo_offset + MAX_HALO), (int)c->bytes, MPI_BYTE,
+              mwin);
+      MPI_Win_fence(0, mwin);
+      break;
     case OP_LPU_X:
     case OP_LPU_S:
       MPI_Win_lock(op == OP_LPU_X ? MPI_LOCK_EXCLUSIVE : MPI_LOCK_SHARED, right, 0, mwin);
@@ -106,7 +175,7 @@ static void mpi_epoch(enum op op, long value) {
 
 /* Fence cells run inside an open fence epoch; the others outside one. */
 static void open_epochs(enum op op, int open) {
-  const int fence = op == OP_FENCE_EMPTY || op == OP_FENCE_PUT;
+  const int fence = op == OP_FENCE_EMPTY || op == OP_FENCE_PUT || op == OP_HALO;
   if (!fence) return;
   ARMCI_Win_fence(open ? 0 : ARMCI_WIN_MODE_NOSUCCEED, awin);
   MPI_Win_fence(open ? 0 : MPI_MODE_NOSUCCEED, mwin);
@@ -117,10 +186,12 @@ static double timed(const struct cell *c, enum impl impl, long iters) {
   const double t0 = now();
   for (long i = 0; i < iters; i++) {
     if (impl == IMPL_ARMCI)
-      armci_epoch(c->op, i);
+      armci_epoch(c, i);
     else
-      mpi_epoch(c->op, i);
+      mpi_epoch(c, i);
   }
+  /* Contention: the time until every locker is through. */
+  if (c->op == OP_CONTEND) MPI_Barrier(MPI_COMM_WORLD);
   double t = now() - t0;
   MPI_Bcast(&t, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   return t;
@@ -132,35 +203,71 @@ static double run_both(void *ctx, long n) {
   return a > b ? a : b;
 }
 
+/* What rank r's epoch leaves where: the value it writes. */
+static long cell_value(const struct cell *c, int r) { return 1000003L * (long)(c - cells + 1) + r; }
+
+/* The window word(s) the cell's epoch from the neighbours must have set. */
+static int cell_holds(const struct cell *c, const unsigned char *base, const char **what, long *got, long *want) {
+  long v;
+  switch (c->op) {
+    case OP_LU:
+    case OP_FENCE_EMPTY: return 1;
+    case OP_CONTEND:
+      if (me != 0) return 1;
+      for (int r = 0; r < c->lockers; r++) {
+        memcpy(&v, base + slot_offset + 8 * (size_t)r, sizeof v);
+        if (v != cell_value(c, r)) {
+          *what = "contention slot", *got = v, *want = cell_value(c, r);
+          return 0;
+        }
+      }
+      return 1;
+    case OP_HALO:
+      memcpy(&v, base + halo_offset + MAX_HALO, sizeof v);
+      if (v != cell_value(c, right)) {
+        *what = "halo from the right", *got = v, *want = cell_value(c, right);
+        return 0;
+      }
+      /* and the left neighbour's, below */
+      memcpy(&v, base + halo_offset, sizeof v);
+      *what = "halo from the left";
+      break;
+    default:
+      memcpy(&v, base, sizeof v);
+      *what = "value from the left";
+      break;
+  }
+  *got = v, *want = cell_value(c, left);
+  return v == *want;
+}
+
 /* One epoch writing a known value; after a barrier the value must be in
- * this rank's window (written by the left neighbour). */
+ * this rank's window (written by the neighbours or the lockers). */
 static void check_cell(const struct cell *c) {
   if (c->op == OP_LU || c->op == OP_FENCE_EMPTY) return;
-  const long value = 1000003L * (c->op + 1) + left;
+  const int fence = c->op == OP_FENCE_PUT || c->op == OP_HALO;
   MPI_Barrier(MPI_COMM_WORLD);
-  armci_epoch(c->op, 1000003L * (c->op + 1) + me);
-  mpi_epoch(c->op, 1000003L * (c->op + 1) + me);
-  if (c->op == OP_FENCE_PUT) {
+  armci_epoch(c, cell_value(c, me));
+  mpi_epoch(c, cell_value(c, me));
+  if (fence) {
     ARMCI_Win_fence(0, awin);
     MPI_Win_fence(0, mwin);
   }
   MPI_Barrier(MPI_COMM_WORLD);
-  long got_mpi;
-  if (c->op == OP_FENCE_PUT) {
-    got_mpi = *mbase; /* the fence made the window's memory current */
-  } else {
-    MPI_Win_lock(MPI_LOCK_SHARED, me, 0, mwin); /* passive target: read inside an epoch */
-    got_mpi = *mbase;
-    MPI_Win_unlock(me, mwin);
-  }
-  if (*abase != value) die("%s (armci): rank %d's window holds %ld, expected %ld", op_names[c->op], me, *abase, value);
-  if (got_mpi != value) die("%s (mpi): rank %d's window holds %ld, expected %ld", op_names[c->op], me, got_mpi, value);
+  const char *what = "";
+  long got, want;
+  if (!cell_holds(c, (const unsigned char *)abase, &what, &got, &want))
+    die("%s (armci): rank %d's window: %s is %ld, expected %ld", c->name, me, what, got, want);
+  if (!fence) MPI_Win_lock(MPI_LOCK_SHARED, me, 0, mwin); /* passive target: read inside an epoch */
+  const int ok = cell_holds(c, (const unsigned char *)mbase, &what, &got, &want);
+  if (!fence) MPI_Win_unlock(me, mwin);
+  if (!ok) die("%s (mpi): rank %d's window: %s is %ld, expected %ld", c->name, me, what, got, want);
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
 static void pass_fn(void *ctx, int pass) {
   (void)ctx;
-  for (int k = 0; k < NOPS; k++) {
+  for (int k = 0; k < ncells; k++) {
     struct cell *c = &cells[k];
     open_epochs(c->op, 1);
     if (pass == 0) {
@@ -209,10 +316,15 @@ int main(int argc, char **argv) {
   left = (me + np - 1) % np;
   right = (me + 1) % np;
 
-  BENCH_CHECK(ARMCI_Win_allocate(64, 1, NULL, (void **)&abase, &awin), "ARMCI_Win_allocate");
-  MPI_Win_allocate(64, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mbase, &mwin);
-  *abase = -1;
-  *mbase = -1;
+  slot_offset = MAX_PUT;
+  halo_offset = slot_offset + 8 * (size_t)np;
+  win_bytes = halo_offset + 2 * MAX_HALO;
+  payload = calloc(MAX_PUT, 1);
+  if (payload == NULL) die("out of memory");
+  BENCH_CHECK(ARMCI_Win_allocate(win_bytes, 1, NULL, (void **)&abase, &awin), "ARMCI_Win_allocate");
+  MPI_Win_allocate((MPI_Aint)win_bytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mbase, &mwin);
+  memset(abase, 0xff, win_bytes);
+  memset(mbase, 0xff, win_bytes);
   /* Every one-rank group on every rank, in the same order. */
   for (int r = 0; r < np; r++) {
     ARMCI_Group g;
@@ -225,7 +337,11 @@ int main(int argc, char **argv) {
   MPI_Comm_group(MPI_COMM_WORLD, &world);
   MPI_Group_incl(world, 1, &left, &mgroups[0]);
   MPI_Group_incl(world, 1, &right, &mgroups[1]);
-  for (int k = 0; k < NOPS; k++) cells[k].op = (enum op)k;
+  for (int k = OP_LPU_X; k <= OP_PSCW; k++) add_cell((enum op)k, 8, 0);
+  for (size_t bytes = 8; bytes <= MAX_PUT; bytes *= 8) add_cell(OP_LPU_SIZE, bytes, 0);
+  if (cells[ncells - 1].bytes != MAX_PUT) add_cell(OP_LPU_SIZE, MAX_PUT, 0);
+  for (int k = 1; k <= np; k++) add_cell(OP_CONTEND, 8, k);
+  for (size_t bytes = 8; bytes <= MAX_HALO; bytes *= 64) add_cell(OP_HALO, bytes, 0);
 
   const struct bench_table table = BENCH_TABLE(cols);
   if (me == 0) {
@@ -238,18 +354,19 @@ int main(int argc, char **argv) {
   if (me == 0) {
     bench_run_print(&run, NULL);
     bench_table_header(&table);
-    for (int k = 0; k < NOPS; k++) {
+    for (int k = 0; k < ncells; k++) {
       const struct cell *c = &cells[k];
       struct bench_stats a = bench_stats(c->samples[IMPL_ARMCI], reps), m = bench_stats(c->samples[IMPL_MPI], reps);
       char qa[48], qm[48];
       snprintf(qa, sizeof qa, "(%.3f-%.3f)", 1e6 * a.q1, 1e6 * a.q3);
       snprintf(qm, sizeof qm, "(%.3f-%.3f)", 1e6 * m.q1, 1e6 * m.q3);
-      bench_row(&table, op_names[c->op], 1e6 * a.median, qa, 1e6 * m.median, qm, m.median / a.median, 1e6 * a.q1,
+      bench_row(&table, c->name, 1e6 * a.median, qa, 1e6 * m.median, qm, m.median / a.median, 1e6 * a.q1,
                 1e6 * a.q3, 1e6 * m.q1, 1e6 * m.q3);
     }
     bench_csv_finish();
   }
   BENCH_CHECK(ARMCI_Win_free(&awin), "ARMCI_Win_free");
+  free(payload);
   MPI_Win_free(&mwin);
   bench_end();
   MPI_Finalize();

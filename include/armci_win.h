@@ -48,8 +48,10 @@ enum ARMCI_Win_mode_e {
   ARMCI_WIN_MODE_NOSUCCEED = 16 /* fence: no operation follows it (closes the epoch) */
 };
 
-/* Accumulate operations. SUM and REPLACE are implemented; the others are
- * refused with an error naming the argument (see README). */
+/* Accumulate operations, for the types where MPI defines them: SUM, PROD
+ * and REPLACE for every ARMCI_ACC_* type, MAX and MIN for the real ones,
+ * BAND, BOR and BXOR for ARMCI_ACC_INT and ARMCI_ACC_LNG. Accumulates to
+ * the same location are atomic per element with respect to each other. */
 enum ARMCI_Win_op_e {
   ARMCI_WIN_SUM,
   ARMCI_WIN_PROD,

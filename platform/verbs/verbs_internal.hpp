@@ -421,7 +421,15 @@ class VerbsNetwork final : public Network {
   void send_message(int peer, std::uint8_t id, std::span<const std::byte> header,
                     std::span<const std::byte> payload, Completion& completion) override;
 
-  void order(int peer) override { peer_at(peer).fence_next = true; }
+  // RC applies a peer's requests in posting order except that a later one
+  // may pass an RDMA read or atomic still in flight: only then (or with
+  // requests still queued here, which may hold one) is a fence needed.
+  // A fence behind nothing but writes also stalled Soft-RoCE for good: the
+  // fenced atomic of a window unlock after a put never completed.
+  void order(int peer) override {
+    Peer& p = peer_at(peer);
+    if (p.rd_inflight > 0 || p.queued > 0) p.fence_next = true;
+  }
   void flush(int peer, Completion& completion) override;
   void flush_all(Completion& completion) override;
 

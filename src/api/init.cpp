@@ -23,7 +23,8 @@ void not_initialised(const char* call) {
 }
 
 AccArgs acc_args(const char* call, int datatype, const void* scale) {
-  if (acc_element_size(datatype) == 0)
+  // acc_base_type: the windows' ops in the high bits are no user's type.
+  if (acc_base_type(datatype) != datatype || acc_element_size(datatype) == 0)
     fail(call, "argument 'datatype' (%d) is not an ARMCI Acc type (ARMCI_ACC_INT, ARMCI_ACC_LNG, "
                "ARMCI_ACC_FLT, ARMCI_ACC_DBL, ARMCI_ACC_CPL, ARMCI_ACC_DCP)", datatype);
   if (scale == nullptr) fail(call, "argument 'scale' is NULL");

@@ -50,7 +50,7 @@ armci::Group& window_group(const char* call, armci::Runtime& r, ARMCI_Group* gro
 
 armci::WindowParts parts_of(armci::Runtime& r) {
   return armci::WindowParts{r.peers(), r.memory(), r.progress(), r.completion(), r.transfers(), r.sync(),
-                            r.groups(), r.collectives(), [&r] { r.barrier(); }, r.settings().win_sync_timeout_s};
+                            r.groups(), r.collectives(), r.settings().win_sync_timeout_s};
 }
 
 int make_window(const char* call, void* base, std::size_t bytes, int disp_unit, ARMCI_Group* group, ARMCI_Win* win,
@@ -79,7 +79,9 @@ std::vector<int> window_ranks(const char* call, const armci_win_s& w, ARMCI_Grou
   return ranks;
 }
 
-// An accumulate: SUM is ARMCI's Acc with scale 1, REPLACE a put.
+// An accumulate: SUM is ARMCI's Acc with scale 1, REPLACE a put, the
+// others ARMCI's Acc with the op carried in the datatype (src/core/acc.hpp),
+// applied at the target under the same locks as every Acc.
 struct WinAcc {
   armci::AccArgs args;
   Op op;
@@ -88,8 +90,6 @@ struct WinAcc {
 WinAcc win_acc(const char* call, int type, int op) {
   if (op < ARMCI_WIN_SUM || op > ARMCI_WIN_REPLACE)
     fail(call, "argument 'op' (%d) is not an ARMCI_WIN_* operation", op);
-  if (op != ARMCI_WIN_SUM && op != ARMCI_WIN_REPLACE)
-    fail(call, "argument 'op' (%d): only ARMCI_WIN_SUM and ARMCI_WIN_REPLACE are implemented", op);
   const std::complex<double> one_dcp{1, 0};
   const std::complex<float> one_cpl{1, 0};
   const int one_int = 1;
@@ -102,7 +102,16 @@ WinAcc win_acc(const char* call, int type, int op) {
                     : type == ARMCI_ACC_DBL ? static_cast<const void*>(&one_dbl)
                     : type == ARMCI_ACC_CPL ? static_cast<const void*>(&one_cpl)
                                             : static_cast<const void*>(&one_dcp);
-  return WinAcc{acc_args(call, type, one), op == ARMCI_WIN_SUM ? Op::acc : Op::put};
+  WinAcc acc{acc_args(call, type, one), op == ARMCI_WIN_REPLACE ? Op::put : Op::acc};
+  if (op == ARMCI_WIN_REPLACE || op == ARMCI_WIN_SUM) return acc;
+  static_assert(ARMCI_WIN_PROD - ARMCI_WIN_SUM == static_cast<int>(armci::AccOp::prod) &&
+                ARMCI_WIN_BXOR - ARMCI_WIN_SUM == static_cast<int>(armci::AccOp::bxor));
+  const auto acc_op = static_cast<armci::AccOp>(op - ARMCI_WIN_SUM);
+  if (!armci::acc_op_defined(type, acc_op))
+    fail(call, "argument 'op' (%d) is not defined for argument 'type' (%d): MAX and MIN need a real type, "
+               "BAND, BOR and BXOR ARMCI_ACC_INT or ARMCI_ACC_LNG", op, type);
+  acc.args.datatype = armci::acc_datatype(type, acc_op);
+  return acc;
 }
 
 void check_bytes_of(const char* call, const armci::AccArgs& acc, std::size_t bytes) {

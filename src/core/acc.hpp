@@ -6,12 +6,41 @@
 #include <cstring>
 
 #include "include/armci.h"
+#include "src/core/reduce.hpp"
 
 namespace armci {
 
-// Size of one element of an ARMCI Acc data type; 0 for an unknown type.
+// The windows' accumulate operations other than SUM (MPI_Accumulate's)
+// ride in the bits above the ARMCI type, so every protocol, message and
+// batch carries them unchanged (and never merges two different ops).
+enum class AccOp : int { sum, prod, max, min, band, bor, bxor };
+constexpr int kAccOpShift = 8;
+constexpr int acc_datatype(int type, AccOp op) { return type | static_cast<int>(op) << kAccOpShift; }
+constexpr int acc_base_type(int datatype) { return datatype & ((1 << kAccOpShift) - 1); }
+constexpr AccOp acc_op(int datatype) { return static_cast<AccOp>(datatype >> kAccOpShift); }
+
+// Whether MPI defines op for the type: SUM and PROD for every type, MAX and
+// MIN for the real ones, the bitwise ones for the integers.
+constexpr bool acc_op_defined(int type, AccOp op) {
+  const bool integer = type == ARMCI_ACC_INT || type == ARMCI_ACC_LNG;
+  const bool complex = type == ARMCI_ACC_CPL || type == ARMCI_ACC_DCP;
+  switch (op) {
+    case AccOp::sum:
+    case AccOp::prod: return true;
+    case AccOp::max:
+    case AccOp::min: return !complex;
+    case AccOp::band:
+    case AccOp::bor:
+    case AccOp::bxor: return integer;
+  }
+  return false;
+}
+
+// Size of one element of an ARMCI Acc data type (with its op); 0 for an
+// unknown type or an op the type does not have.
 constexpr std::size_t acc_element_size(int datatype) {
-  switch (datatype) {
+  if (datatype < 0 || !acc_op_defined(acc_base_type(datatype), acc_op(datatype))) return 0;
+  switch (acc_base_type(datatype)) {
     case ARMCI_ACC_INT: return sizeof(int);
     case ARMCI_ACC_LNG: return sizeof(long);
     case ARMCI_ACC_FLT: return sizeof(float);
@@ -43,6 +72,29 @@ inline AccScale make_acc_scale(int datatype, const void* scale) {
 #else
 #define ARMCI_ACC_CLONES gnu::target_clones("avx2", "default")
 #endif
+
+// The windows' ops are the collectives' combines (src/core/reduce.hpp).
+constexpr ElementType reduce_element_type(int type) {
+  switch (type) {
+    case ARMCI_ACC_INT: return ElementType::int_;
+    case ARMCI_ACC_LNG: return ElementType::long_;
+    case ARMCI_ACC_FLT: return ElementType::float_;
+    case ARMCI_ACC_DBL: return ElementType::double_;
+    case ARMCI_ACC_CPL: return ElementType::complex_float;
+    default: return ElementType::complex_double;
+  }
+}
+constexpr ReduceOp reduce_op(AccOp op) {
+  switch (op) {
+    case AccOp::prod: return ReduceOp::product;
+    case AccOp::max: return ReduceOp::max;
+    case AccOp::min: return ReduceOp::min;
+    case AccOp::band: return ReduceOp::bit_and;
+    case AccOp::bor: return ReduceOp::bit_or;
+    case AccOp::bxor: return ReduceOp::bit_xor;
+    default: return ReduceOp::sum;
+  }
+}
 
 namespace detail {
 // Through memcpy so unaligned user buffers are fine; the compiler turns these
@@ -80,6 +132,10 @@ template <typename T>
 inline void accumulate(int datatype, const AccScale& scale, void* dst, const void* src,
                        std::size_t bytes) {
   const std::size_t count = bytes / acc_element_size(datatype);
+  if (acc_op(datatype) != AccOp::sum) {
+    combine_for(reduce_element_type(acc_base_type(datatype)), reduce_op(acc_op(datatype)))(dst, src, count);
+    return;
+  }
   switch (datatype) {
     case ARMCI_ACC_INT: detail::accumulate_typed<int>(dst, src, count, scale); break;
     case ARMCI_ACC_LNG: detail::accumulate_typed<long>(dst, src, count, scale); break;

@@ -61,6 +61,20 @@ void Completions::fence(int proc) {
   puts_unordered_[static_cast<std::size_t>(proc)] = 0;
 }
 
+void Completions::order_before_next(int proc) {
+  if (!peers_.reached_by_network(proc)) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return;
+  }
+  progress_.drain_pipelines();
+  if (messages_.unanswered(proc) != 0) {
+    fence(proc);
+    return;
+  }
+  progress_.with_network([&](platform::Network& net) { net.order(proc); });
+  puts_unordered_[static_cast<std::size_t>(proc)] = 0;
+}
+
 void Completions::all_fence() {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (!progress_.has_network()) return;

@@ -76,6 +76,12 @@ class Completions {
 
   void fence(int proc);
   void all_fence();
+  // Everything this rank issued to proc is applied there before the next
+  // network operation to proc: only an ordering point when nothing but
+  // one-sided transfers (already complete here) remains, so the next
+  // operation's completion implies theirs and one round trip is saved; the
+  // full fence while messages or pipeline chunks are still out.
+  void order_before_next(int proc);
 
   // Implicit handles (NULL): one completion per target.
   platform::Completion& implicit(int proc) { return implicit_[static_cast<std::size_t>(proc)]; }

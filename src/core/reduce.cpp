@@ -1,18 +1,30 @@
 #include "src/core/reduce.hpp"
 
+#include <complex>
+
 namespace armci {
 namespace {
+
+template <typename T>
+constexpr bool is_complex = false;
+template <typename T>
+constexpr bool is_complex<std::complex<T>> = true;
 
 template <typename T, ReduceOp op>
 void combine(void* into_bytes, const void* from_bytes, std::size_t count) {
   T* into = static_cast<T*>(into_bytes);
   const T* from = static_cast<const T*>(from_bytes);
+  constexpr bool ordered = !is_complex<T>;
   for (std::size_t i = 0; i < count; ++i) {
     if constexpr (op == ReduceOp::sum) into[i] = into[i] + from[i];
     else if constexpr (op == ReduceOp::product) into[i] = into[i] * from[i];
-    else if constexpr (op == ReduceOp::max || op == ReduceOp::absmax) into[i] = into[i] < from[i] ? from[i] : into[i];
-    else if constexpr (op == ReduceOp::min || op == ReduceOp::absmin) into[i] = from[i] < into[i] ? from[i] : into[i];
-    else if constexpr (std::is_integral_v<T>) into[i] = into[i] | from[i];
+    else if constexpr ((op == ReduceOp::max || op == ReduceOp::absmax) && ordered)
+      into[i] = into[i] < from[i] ? from[i] : into[i];
+    else if constexpr ((op == ReduceOp::min || op == ReduceOp::absmin) && ordered)
+      into[i] = from[i] < into[i] ? from[i] : into[i];
+    else if constexpr (op == ReduceOp::bit_or && std::is_integral_v<T>) into[i] = into[i] | from[i];
+    else if constexpr (op == ReduceOp::bit_and && std::is_integral_v<T>) into[i] = into[i] & from[i];
+    else if constexpr (op == ReduceOp::bit_xor && std::is_integral_v<T>) into[i] = into[i] ^ from[i];
   }
 }
 
@@ -26,6 +38,8 @@ CombineFunction combine_typed(ReduceOp op) {
     case ReduceOp::absmax: return combine<T, ReduceOp::absmax>;
     case ReduceOp::absmin: return combine<T, ReduceOp::absmin>;
     case ReduceOp::bit_or: return combine<T, ReduceOp::bit_or>;
+    case ReduceOp::bit_and: return combine<T, ReduceOp::bit_and>;
+    case ReduceOp::bit_xor: return combine<T, ReduceOp::bit_xor>;
   }
   return combine<T, ReduceOp::sum>;
 }
@@ -45,6 +59,8 @@ CombineFunction combine_for(ElementType type, ReduceOp op) {
     case ElementType::long_long: return combine_typed<long long>(op);
     case ElementType::float_: return combine_typed<float>(op);
     case ElementType::double_: return combine_typed<double>(op);
+    case ElementType::complex_float: return combine_typed<std::complex<float>>(op);
+    case ElementType::complex_double: return combine_typed<std::complex<double>>(op);
   }
   return combine_typed<double>(op);
 }
@@ -56,6 +72,8 @@ void prepare_absolute(ElementType type, void* data, std::size_t count) {
     case ElementType::long_long: return absolute<long long>(data, count);
     case ElementType::float_: return absolute<float>(data, count);
     case ElementType::double_: return absolute<double>(data, count);
+    case ElementType::complex_float:
+    case ElementType::complex_double: return;  // absmax/absmin are not defined for them
   }
 }
 

@@ -8,8 +8,9 @@
 
 namespace armci {
 
-enum class ReduceOp { sum, product, max, min, absmax, absmin, bit_or };
-enum class ElementType { int_, long_, long_long, float_, double_ };
+enum class ReduceOp { sum, product, max, min, absmax, absmin, bit_or, bit_and, bit_xor };
+// The complex types serve the windows' accumulates (sum and product only).
+enum class ElementType { int_, long_, long_long, float_, double_, complex_float, complex_double };
 
 constexpr std::size_t element_bytes(ElementType type) {
   switch (type) {
@@ -18,19 +19,23 @@ constexpr std::size_t element_bytes(ElementType type) {
     case ElementType::long_long: return sizeof(long long);
     case ElementType::float_: return sizeof(float);
     case ElementType::double_: return sizeof(double);
+    case ElementType::complex_float: return 2 * sizeof(float);
+    case ElementType::complex_double: return 2 * sizeof(double);
   }
   return 1;
 }
 
-constexpr bool is_integer(ElementType type) { return type != ElementType::float_ && type != ElementType::double_; }
+constexpr bool is_integer(ElementType type) {
+  return type == ElementType::int_ || type == ElementType::long_ || type == ElementType::long_long;
+}
 
 // into[i] = into[i] (op) from[i] for count elements.
 using CombineFunction = void (*)(void* into, const void* from, std::size_t count);
 
 // The combine for one operation and type; absmax/absmin compare the
 // magnitudes, which the caller has put in place of the values beforehand
-// (prepare_absolute). bit_or on a floating type is the caller's error to
-// catch: it combines nothing.
+// (prepare_absolute). A bitwise op on a floating type, or an order on a
+// complex one, is the caller's error to catch: it combines nothing.
 CombineFunction combine_for(ElementType type, ReduceOp op);
 // For absmax/absmin: every element replaced by its magnitude.
 void prepare_absolute(ElementType type, void* data, std::size_t count);

@@ -9,9 +9,9 @@
 // (wait + the library's fence to it), then releases the word, so the next
 // holder sees everything written under the lock.
 //
-// Active target: fence completes this rank's operations to every member,
-// then a barrier over the group (the simple, deferred design; the counted-
-// notification fence of the issue is not built). PSCW: post stores a count
+// Active target: fence writes an arrival flag at every member, ordered
+// after this rank's operations to it, and waits for every member's flag
+// (see fence()). PSCW: post stores a count
 // into each origin's `exposed` word, start waits for the counts of its
 // targets, complete finishes its operations and stores a count into each
 // target's `completed` word, wait waits for those of its origins.
@@ -86,10 +86,19 @@ Window::Window(const char* call, WindowParts parts, const Group& group, void* ba
   targets_.resize(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) std::memcpy(&targets_[static_cast<std::size_t>(r)], records[static_cast<std::size_t>(r)].data(), sizeof(Target));
   try {
-    control_ = parts_.memory.collective_allocate(completed_offset(n), true, &members);
+    control_ = parts_.memory.collective_allocate(fenced_offset(n), true, &members);
   } catch (const std::exception& e) {
     fail(call, "allocating the window's control block failed: %s", e.what());
   }
+  // The hybrid lock's same-node half: when every member shares this node's
+  // memory (and is not reached through the network), every locker of every
+  // lock word is a CPU here, so CPU atomics serve the words even in a job
+  // whose other ranks make Sync use network atomics; the same holds at
+  // every member, so no word is ever touched by both kinds.
+  cpu_locks_ = true;
+  for (int r = 0; r < n; ++r)
+    if (parts_.peers.reached_by_network(world(r)) || control_->local(parts_.peers, world(r)) == nullptr)
+      cpu_locks_ = false;
   locks_.assign(static_cast<std::size_t>(n), WinLock::none);
   issued_.assign(static_cast<std::size_t>(n), 0);
   started_.assign(static_cast<std::size_t>(n), 0);
@@ -205,6 +214,14 @@ void Window::finish_ops(const char* call, int rank) {
   issued_[static_cast<std::size_t>(rank)] = 0;
 }
 
+void Window::order_ops_before_next(const char* call, int rank) {
+  if (!issued_[static_cast<std::size_t>(rank)]) return;
+  const int proc = world(rank);
+  parts_.completions.wait(call, parts_.completions.implicit(proc));
+  parts_.completions.order_before_next(proc);
+  issued_[static_cast<std::size_t>(rank)] = 0;
+}
+
 void Window::finish_all_ops(const char* call) {
   if (!any_issued_) return;
   for (int r = 0; r < size(); ++r)
@@ -216,15 +233,30 @@ void Window::finish_all_ops(const char* call) {
 
 // ------------------------------------------------------------------ passive target
 
+std::uint64_t Window::lock_fetch_add(const char* call, const Sync::Word& w, std::uint64_t value) {
+  if (cpu_locks_) return std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(w.local)).fetch_add(value);
+  return parts_.sync.fetch_add64(call, w, value);
+}
+
+std::uint64_t Window::lock_compare_swap(const char* call, const Sync::Word& w, std::uint64_t expected,
+                                        std::uint64_t desired) {
+  if (cpu_locks_) {
+    std::atomic_ref<std::uint64_t> word(*reinterpret_cast<std::uint64_t*>(w.local));
+    word.compare_exchange_strong(expected, desired);
+    return expected;  // the old value either way
+  }
+  return parts_.sync.compare_swap64(call, w, expected, desired);
+}
+
 void Window::acquire(const char* call, int rank, bool exclusive) {
   const Sync::Word w = word(rank, 0);
   LockBackoff backoff(parts_.progress);
   if (exclusive) {
-    while (parts_.sync.compare_swap64(call, w, 0, kWriter) != 0) backoff.pause();
+    while (lock_compare_swap(call, w, 0, kWriter) != 0) backoff.pause();
     return;
   }
-  while (parts_.sync.fetch_add64(call, w, 1) & kWriter) {
-    parts_.sync.fetch_add64(call, w, ~std::uint64_t{0});  // back out: a writer holds it
+  while (lock_fetch_add(call, w, 1) & kWriter) {
+    lock_fetch_add(call, w, ~std::uint64_t{0});  // back out: a writer holds it
     backoff.pause();
   }
 }
@@ -232,7 +264,7 @@ void Window::acquire(const char* call, int rank, bool exclusive) {
 void Window::release(const char* call, int rank, WinLock held) {
   if (held == WinLock::nocheck) return;
   // Adding the two's complement: one atomic whatever readers do meanwhile.
-  parts_.sync.fetch_add64(call, word(rank, 0), held == WinLock::exclusive ? kWriter : ~std::uint64_t{0});
+  lock_fetch_add(call, word(rank, 0), held == WinLock::exclusive ? kWriter : ~std::uint64_t{0});
 }
 
 void Window::lock(const char* call, int type, int rank, int assert) {
@@ -255,8 +287,15 @@ void Window::unlock(const char* call, int rank) {
   if (held == WinLock::none)
     fail(call, "argument 'rank' (%d): this rank holds no lock on that target (ARMCI_Win_lock was not called%s)",
          rank, lock_all_ ? "; use ARMCI_Win_unlock_all after ARMCI_Win_lock_all" : "");
-  finish_ops(call, rank);
-  release(call, rank, held);
+  if (held == WinLock::nocheck) {
+    finish_ops(call, rank);
+  } else {
+    // The release is itself a network operation to the target: ordered
+    // after the epoch's operations, its completion implies theirs, so no
+    // separate flush round trip.
+    order_ops_before_next(call, rank);
+    release(call, rank, held);
+  }
   held = WinLock::none;
   --locks_held_;
 }
@@ -275,8 +314,15 @@ void Window::lock_all(const char* call, int assert) {
 
 void Window::unlock_all(const char* call) {
   if (!lock_all_) fail(call, "argument 'win': this rank holds no ARMCI_Win_lock_all on the window");
-  finish_all_ops(call);
-  for (int r = 0; r < size(); ++r) release(call, r, lock_all_nocheck_ ? WinLock::nocheck : WinLock::shared);
+  if (lock_all_nocheck_) {
+    finish_all_ops(call);
+  } else {
+    for (int r = 0; r < size(); ++r) {
+      order_ops_before_next(call, r);
+      release(call, r, WinLock::shared);
+    }
+    any_issued_ = false;
+  }
   lock_all_ = false;
 }
 
@@ -299,18 +345,36 @@ void Window::fence(const char* call, int assert) {
     fail(call, "argument 'win': a passive-target epoch (ARMCI_Win_lock) is open; unlock first");
   if (!access_group_.empty() || posted_)
     fail(call, "argument 'win': a PSCW epoch (ARMCI_Win_start or _post) is open; close it first");
-  // This rank's operations complete at their targets before anyone leaves
-  // the barrier and reads its window.
-  if (!(assert & kNoPrecede)) finish_all_ops(call);
   // NOPRECEDE and NOSUCCEED together: nothing before and nothing after, so
   // no other rank can be affected by when this one passes.
   const bool nothing_around = (assert & kNoPrecede) && (assert & kNoSucceed);
-  if (!nothing_around) {
-    if (group_.size() == parts_.peers.size())
-      parts_.world_barrier();
-    else
-      parts_.collectives.barrier(group_.team());
+  if (nothing_around) {
+    fence_open_ = false;
+    return;
   }
+  // Arrival flags instead of completion + barrier: each member writes the
+  // fence's number into its own word at every other member, ordered after
+  // its operations to that member, and leaves once every member's word
+  // reached it. A member's flag thus says both "it has arrived" and "its
+  // operations to me are in place", so the fence costs one one-way latency
+  // (the flags travel at once) and no flush round trip.
+  const std::uint64_t epoch = ++fences_;
+  const int me = group_.my_rank;
+  const bool ops_before = !(assert & kNoPrecede);
+  std::vector<int> others;
+  for (int t = 0; t < size(); ++t) {
+    if (t == me) continue;
+    if (ops_before) order_ops_before_next(call, t);
+    parts_.sync.store64(call, word(t, fenced_offset(me)), epoch);
+    others.push_back(t);
+  }
+  if (ops_before) finish_ops(call, me);
+  any_issued_ = false;
+  wait_counts(call, "win", "reach the fence", "a member that never calls ARMCI_Win_fence", others,
+              &Window::fenced_offset, std::vector<std::uint64_t>(others.size(), epoch));
+  // The members' writes into this window, announced by their flags, are
+  // seen by what the application reads next.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   fence_open_ = !(assert & kNoSucceed);
 }
 
@@ -337,7 +401,8 @@ bool Window::counts_reached(const std::vector<int>& ranks, std::size_t (Window::
   return true;
 }
 
-void Window::wait_counts(const char* call, const char* what, const std::vector<int>& ranks,
+void Window::wait_counts(const char* call, const char* argument, const char* what, const char* likely_cause,
+                         const std::vector<int>& ranks,
                          std::size_t (Window::*offset)(int) const, const std::vector<std::uint64_t>& counts) {
   if (counts_reached(ranks, offset, counts)) return;
   const auto start = std::chrono::steady_clock::now();
@@ -351,8 +416,8 @@ void Window::wait_counts(const char* call, const char* what, const std::vector<i
   if (!late) return;
   for (std::size_t i = 0; i < ranks.size(); ++i)
     if (own_word((this->*offset)(ranks[i])) < counts[i])
-      fail(call, "argument 'group': window rank %d (world rank %d) did not %s within ARMCI_WIN_SYNC_TIMEOUT "
-                 "(%ld s): mismatched PSCW groups?", ranks[i], world(ranks[i]), what, parts_.sync_timeout_seconds);
+      fail(call, "argument '%s': window rank %d (world rank %d) did not %s within ARMCI_WIN_SYNC_TIMEOUT "
+                 "(%ld s): %s?", argument, ranks[i], world(ranks[i]), what, parts_.sync_timeout_seconds, likely_cause);
 }
 
 void Window::start(const char* call, const std::vector<int>& targets, int assert) {
@@ -362,7 +427,8 @@ void Window::start(const char* call, const std::vector<int>& targets, int assert
   std::vector<std::uint64_t> counts;
   for (int t : targets) counts.push_back(++starts_[static_cast<std::size_t>(t)]);
   if (!(assert & kNoCheck))
-    wait_counts(call, "post an exposure epoch including this rank", targets, &Window::exposed_offset, counts);
+    wait_counts(call, "group", "post an exposure epoch including this rank", "mismatched PSCW groups", targets,
+                &Window::exposed_offset, counts);
   for (int t : targets) started_[static_cast<std::size_t>(t)] = 1;
   access_group_ = targets;
   // Empty groups are legal: mark the epoch open all the same.
@@ -374,8 +440,8 @@ void Window::complete(const char* call) {
   const int me = group_.my_rank;
   for (int t : access_group_) {
     if (t < 0) continue;
-    finish_ops(call, t);
-    // After the fence: the count cannot overtake the operations it announces.
+    // Ordered after the operations: the count cannot overtake what it announces.
+    order_ops_before_next(call, t);
     parts_.sync.store64(call, word(t, completed_offset(me)), ++completes_[static_cast<std::size_t>(t)]);
     started_[static_cast<std::size_t>(t)] = 0;
   }
@@ -384,7 +450,8 @@ void Window::complete(const char* call) {
 
 void Window::wait(const char* call) {
   if (!posted_) fail(call, "argument 'win': no exposure epoch is open (ARMCI_Win_post was not called)");
-  wait_counts(call, "complete its access epoch", exposure_group_, &Window::completed_offset, expect_);
+  wait_counts(call, "group", "complete its access epoch", "mismatched PSCW groups", exposure_group_,
+              &Window::completed_offset, expect_);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   posted_ = false;
 }

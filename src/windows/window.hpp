@@ -5,12 +5,15 @@
 //
 // Per member, the control block holds
 //   [0]                 the lock word: bit 63 the writer, the low bits the
-//                       number of readers (network or CPU atomics, Sync's
-//                       mechanism for the job)
+//                       number of readers (CPU atomics when the whole group
+//                       shares one node's memory, Sync's mechanism for the
+//                       job otherwise)
 //   [exposed_offset]    one word per group rank t: how many times t posted
 //                       an exposure epoch that includes this rank (t writes)
 //   [completed_offset]  one word per group rank o: how many access epochs
 //                       o completed towards this rank (o writes)
+//   [fenced_offset]     one word per group rank o: the number of the last
+//                       fence o arrived at (o writes)
 // Every word of the last two has one writer, so a store (or a put) does,
 // and the counts only grow, so the reader waits for "at least".
 //
@@ -20,7 +23,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <vector>
 
@@ -43,7 +45,6 @@ struct WindowParts {
   Sync& sync;
   Groups& groups;
   Collectives& collectives;
-  std::function<void()> world_barrier;  // completes every write, then the job's barrier
   long sync_timeout_seconds;            // ARMCI_WIN_SYNC_TIMEOUT (0: wait for ever)
 };
 
@@ -104,21 +105,31 @@ class Window {
   std::uintptr_t target_address(const char* call, int rank, std::size_t disp, std::size_t extent) const;
   void finish_ops(const char* call, int rank);  // local and remote completion of this rank's ops to rank
   void finish_all_ops(const char* call);
+  // Local completion, and the next network operation to rank (a lock's
+  // release, a PSCW count) applied after them: its completion implies theirs.
+  void order_ops_before_next(const char* call, int rank);
   void note_issued(int rank) {
     issued_[static_cast<std::size_t>(rank)] = 1;
     any_issued_ = true;
   }
   void acquire(const char* call, int rank, bool exclusive);
   void release(const char* call, int rank, WinLock held);
+  // The lock word's atomics: CPU ones when cpu_locks_, Sync's otherwise.
+  std::uint64_t lock_fetch_add(const char* call, const Sync::Word& w, std::uint64_t value);
+  std::uint64_t lock_compare_swap(const char* call, const Sync::Word& w, std::uint64_t expected,
+                                  std::uint64_t desired);
   std::uint64_t own_word(std::size_t offset) const;
   Sync::Word word(int rank, std::size_t offset) const;
   std::size_t exposed_offset(int from) const { return 64 + static_cast<std::size_t>(from) * 8; }
   std::size_t completed_offset(int from) const {
     return 64 + static_cast<std::size_t>(group_.size() + from) * 8;
   }
+  std::size_t fenced_offset(int from) const { return 64 + static_cast<std::size_t>(2 * group_.size() + from) * 8; }
   // Waits until every word reaches its count; after the timeout, fails
-  // naming the first rank still missing (mismatched PSCW groups).
-  void wait_counts(const char* call, const char* what, const std::vector<int>& ranks,
+  // naming the first rank still missing (mismatched PSCW groups, a member
+  // that skips a fence).
+  void wait_counts(const char* call, const char* argument, const char* what, const char* likely_cause,
+                   const std::vector<int>& ranks,
                    std::size_t (Window::*offset)(int) const, const std::vector<std::uint64_t>& counts);
   bool counts_reached(const std::vector<int>& ranks, std::size_t (Window::*offset)(int) const,
                       const std::vector<std::uint64_t>& counts) const;
@@ -130,6 +141,7 @@ class Window {
   void* allocated_ = nullptr;  // allocate: this rank's part, released at free
   bool allocated_any_ = false;
   bool freed_ = false;
+  bool cpu_locks_ = false;  // every member on this node: lock words by CPU atomics
 
   // Epochs of this rank as an origin.
   std::vector<WinLock> locks_;  // per target
@@ -141,6 +153,7 @@ class Window {
   bool lock_all_ = false;
   bool lock_all_nocheck_ = false;
   bool fence_open_ = false;
+  std::uint64_t fences_ = 0;  // fences this rank arrived at (the flags it writes)
   std::vector<std::uint8_t> started_;  // per target: in the open PSCW access epoch
   std::vector<int> access_group_;
   std::vector<std::uint64_t> starts_;     // per target: access epochs started towards it

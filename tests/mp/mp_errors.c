@@ -24,7 +24,10 @@
  * a lock), winrank (ARMCI_Win_lock of a rank outside the window's group),
  * windisp (ARMCI_Win_put under a lock that runs past the target's window),
  * winpscw (ARMCI_Win_start towards rank 1, which never posts: mismatched
- * PSCW groups, reported after ARMCI_WIN_SYNC_TIMEOUT, set to 2 s here).
+ * PSCW groups, reported after ARMCI_WIN_SYNC_TIMEOUT, set to 2 s here),
+ * winop (ARMCI_Win_acc with ARMCI_WIN_MAX on double complex, which MPI
+ * does not order), winfence (ARMCI_Win_fence that rank 1 never joins,
+ * reported after the same timeout).
  */
 #include "mp_common.h"
 
@@ -35,7 +38,7 @@ enum { REGION = 4096, WATCH_SECONDS = 5 };
 static const char *cases[] = {"range", "negsize", "outside", "straddle", "null", "uninit", "badtype", "badhandle",
                               "badop", "misaligned", "mutexrange", "notheld", "createtwice", "stridelevels",
                               "negstride", "vecneg", "grouprank", "groupfreed", "msgop", "msgtype",
-                              "winepoch", "winunlock", "winrank", "windisp", "winpscw"};
+                              "winepoch", "winunlock", "winrank", "windisp", "winpscw", "winop", "winfence"};
 
 /* The rank before ARMCI_Init, from the launcher's environment. */
 static int launcher_rank(void) {
@@ -67,7 +70,7 @@ int main(int argc, char **argv) {
   if (!known) {
     fprintf(stderr, "usage: %s range|negsize|outside|straddle|null|uninit|badtype|badhandle|badop|misaligned|"
                     "mutexrange|notheld|createtwice|stridelevels|negstride|vecneg|grouprank|groupfreed|msgop|msgtype|"
-                    "winepoch|winunlock|winrank|windisp|winpscw\n", argv[0]);
+                    "winepoch|winunlock|winrank|windisp|winpscw|winop|winfence\n", argv[0]);
     return 2;
   }
   const char *c = argv[1];
@@ -172,6 +175,11 @@ int main(int argc, char **argv) {
       int target = 1;
       ARMCI_Group_create(1, &target, &one);
       ARMCI_Win_start(&one, 0, win);
+    } else if (strcmp(c, "winop") == 0) {
+      ARMCI_Win_lock(ARMCI_WIN_LOCK_EXCLUSIVE, 1, 0, win);
+      ARMCI_Win_acc(ARMCI_ACC_DCP, ARMCI_WIN_MAX, src, 16, 1, 0, win);
+    } else if (strcmp(c, "winfence") == 0) {
+      ARMCI_Win_fence(0, win);
     }
     /* The error may be detected only once the operation completes. */
     ARMCI_Fence(1);

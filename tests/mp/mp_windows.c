@@ -1,11 +1,16 @@
 /* mp_windows: windows with MPI-2 one-sided semantics (include/armci_win.h).
  *  - exclusive locks under contention: every rank increments a counter at
  *    rank 0 N times by get + flush + put under the lock; the count is exact;
+ *    the same on a window of ranks 0 and 1 only (CPU lock words in the
+ *    mixed modes);
  *  - shared locks: two ranks hold a shared lock on one target at once (a
  *    lock that excluded readers from each other would hang); readers never
  *    see a writer's half update (the writer puts each half separately);
  *  - lock_all with Acc SUM from every rank: exact sums;
+ *  - every other acc op (PROD, MAX, MIN, BAND, BOR, BXOR) from every rank
+ *    at once to every target under lock_all: exact results;
  *  - fence: puts and accs to neighbours, all in place after the fence;
+ *    gets of the neighbour's value between fences with NOPUT / NOSTORE;
  *  - PSCW ring: post to the left, start to the right, several rounds;
  *  - a window over a subgroup (reversed ranks: group ranks are translated)
  *    and over the even ranks (locks and a fence over the subgroup), two
@@ -13,18 +18,29 @@
  *    ARMCI_Malloc memory. */
 #include "mp_common.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "armci_win.h"
 
 enum { COUNTS = 200, ROUNDS = 50, HALF = 32 };
 
-static void exclusive_counter(void) {
+static void group_barrier(ARMCI_Group *group) {
+  if (group == NULL)
+    ARMCI_Barrier();
+  else
+    armci_msg_group_barrier(group);
+}
+
+/* group NULL: the world; otherwise ranks 0 and 1 only (one node in the
+ * mixed modes, whose other ranks make the job use network atomics: the
+ * window's lock words then go by CPU atomics). */
+static void exclusive_counter_in(ARMCI_Group *group, int members) {
   long *base;
   ARMCI_Win win;
-  MP_CHECK_INT(0, ARMCI_Win_allocate(sizeof(long), sizeof(long), NULL, (void **)&base, &win));
+  MP_CHECK_INT(0, ARMCI_Win_allocate(sizeof(long), sizeof(long), group, (void **)&base, &win));
   *base = 0;
-  ARMCI_Barrier();
+  group_barrier(group);
   for (int i = 0; i < COUNTS; ++i) {
     long v = -1;
     MP_CHECK_INT(0, ARMCI_Win_lock(ARMCI_WIN_LOCK_EXCLUSIVE, 0, 0, win));
@@ -34,10 +50,20 @@ static void exclusive_counter(void) {
     MP_CHECK_INT(0, ARMCI_Win_put(&v, sizeof v, 0, 0, win));
     MP_CHECK_INT(0, ARMCI_Win_unlock(0, win));
   }
-  ARMCI_Barrier();
-  if (mp_me == 0) MP_CHECK_INT(COUNTS * mp_np, (int)*base);
+  group_barrier(group);
+  if (mp_me == 0) MP_CHECK_INT(COUNTS * members, (int)*base);
   MP_CHECK_INT(0, ARMCI_Win_free(&win));
   MP_CHECK_PTR(NULL, win);
+}
+
+static void exclusive_counter(void) {
+  exclusive_counter_in(NULL, mp_np);
+  int pair[2] = {0, 1};
+  ARMCI_Group first_two;
+  ARMCI_Group_create(2, pair, &first_two);
+  if (mp_me < 2) exclusive_counter_in(&first_two, 2);
+  ARMCI_Barrier();
+  ARMCI_Group_free(&first_two);
 }
 
 static void shared_readers(void) {
@@ -119,6 +145,104 @@ static void fence_neighbours(void) {
     }
     /* Nobody writes the next round before everyone has checked this one. */
     MP_CHECK_INT(0, ARMCI_Win_fence(0, win));
+  }
+  MP_CHECK_INT(0, ARMCI_Win_fence(ARMCI_WIN_MODE_NOSUCCEED, win));
+  MP_CHECK_INT(0, ARMCI_Win_free(&win));
+}
+
+/* Every ARMCI_WIN_* op from every rank at once to every target, under
+ * lock_all (shared: the ops race at the target, so a lost update shows):
+ * PROD (long, and double complex by i), MAX (int), MIN (double), BAND,
+ * BXOR (long), BOR (int), each over E elements with a per-element value. */
+enum { E = 16, ACC_ROUNDS = 3 };
+struct acc_slots {
+  long prod[E], band[E], bxor[E];
+  int max[E], bor[E];
+  double min[E];
+  double dcp[2];
+};
+
+static void acc_ops(void) {
+  struct acc_slots *base;
+  ARMCI_Win win;
+  MP_CHECK_INT(0, ARMCI_Win_allocate(sizeof *base, 1, NULL, (void **)&base, &win));
+  for (int i = 0; i < E; ++i) {
+    base->prod[i] = i % 2 ? -1 : 1;
+    base->band[i] = -1;
+    base->bxor[i] = 0;
+    base->max[i] = -1000;
+    base->bor[i] = 0;
+    base->min[i] = 1000;
+  }
+  base->dcp[0] = 1;
+  base->dcp[1] = 0;
+  ARMCI_Barrier();
+  long two[E], band[E], bxor[E];
+  int max[E], bor[E];
+  double min[E], by_i[2] = {0, 1};
+  for (int i = 0; i < E; ++i) {
+    two[i] = 2;
+    band[i] = ~(1L << (mp_me + i));
+    bxor[i] = 1L << (mp_me + i);
+    max[i] = 100 * mp_me + i;
+    bor[i] = 1 << ((mp_me + i) % 31);
+    min[i] = -(double)mp_me - i;
+  }
+#define OFF(field) offsetof(struct acc_slots, field)
+  MP_CHECK_INT(0, ARMCI_Win_lock_all(0, win));
+  for (int t = 0; t < mp_np; ++t)
+    for (int round = 0; round < ACC_ROUNDS; ++round) {
+      MP_CHECK_INT(0, ARMCI_Win_acc(ARMCI_ACC_LNG, ARMCI_WIN_PROD, two, sizeof two, t, OFF(prod), win));
+      MP_CHECK_INT(0, ARMCI_Win_acc(ARMCI_ACC_LNG, ARMCI_WIN_BAND, band, sizeof band, t, OFF(band), win));
+      MP_CHECK_INT(0, ARMCI_Win_acc(ARMCI_ACC_LNG, ARMCI_WIN_BXOR, bxor, sizeof bxor, t, OFF(bxor), win));
+      MP_CHECK_INT(0, ARMCI_Win_acc(ARMCI_ACC_INT, ARMCI_WIN_MAX, max, sizeof max, t, OFF(max), win));
+      MP_CHECK_INT(0, ARMCI_Win_acc(ARMCI_ACC_INT, ARMCI_WIN_BOR, bor, sizeof bor, t, OFF(bor), win));
+      MP_CHECK_INT(0, ARMCI_Win_acc(ARMCI_ACC_DBL, ARMCI_WIN_MIN, min, sizeof min, t, OFF(min), win));
+      if (round == 0)
+        MP_CHECK_INT(0, ARMCI_Win_acc(ARMCI_ACC_DCP, ARMCI_WIN_PROD, by_i, sizeof by_i, t, OFF(dcp), win));
+    }
+#undef OFF
+  MP_CHECK_INT(0, ARMCI_Win_unlock_all(win));
+  ARMCI_Barrier();
+  for (int i = 0; i < E; ++i) {
+    long all_bits = 0;
+    for (int r = 0; r < mp_np; ++r) all_bits |= 1L << (r + i);
+    int all_or = 0;
+    for (int r = 0; r < mp_np; ++r) all_or |= 1 << ((r + i) % 31);
+    const long prod = (i % 2 ? -1L : 1L) * (1L << (ACC_ROUNDS * mp_np));
+    MP_CHECK(base->prod[i] == prod, "PROD: element %d is %ld, expected %ld", i, base->prod[i], prod);
+    MP_CHECK(base->band[i] == ~all_bits, "BAND: element %d is %lx, expected %lx", i, base->band[i], ~all_bits);
+    /* An odd number of rounds: every rank's bit stays set. */
+    MP_CHECK(base->bxor[i] == all_bits, "BXOR: element %d is %lx, expected %lx", i, base->bxor[i], all_bits);
+    MP_CHECK_INT(100 * (mp_np - 1) + i, base->max[i]);
+    MP_CHECK_INT(all_or, base->bor[i]);
+    MP_CHECK_DBL(-(double)(mp_np - 1) - i, base->min[i]);
+  }
+  /* i^np */
+  static const double powers[4][2] = {{1, 0}, {0, 1}, {-1, 0}, {0, -1}};
+  MP_CHECK_DBL(powers[mp_np % 4][0], base->dcp[0]);
+  MP_CHECK_DBL(powers[mp_np % 4][1], base->dcp[1]);
+  MP_CHECK_INT(0, ARMCI_Win_free(&win));
+}
+
+/* Fence with gets and NOPRECEDE / NOSTORE / NOPUT asserts: each round every
+ * rank writes a round number into its own window, fences, gets the left
+ * neighbour's value, fences (the get is complete and nobody writes the
+ * next round before everyone read). */
+static void fence_gets(void) {
+  long *base;
+  ARMCI_Win win;
+  MP_CHECK_INT(0, ARMCI_Win_allocate(sizeof(long), sizeof(long), NULL, (void **)&base, &win));
+  *base = -1;
+  const int left = (mp_me + mp_np - 1) % mp_np;
+  MP_CHECK_INT(0, ARMCI_Win_fence(ARMCI_WIN_MODE_NOPRECEDE, win));
+  for (int round = 0; round < ROUNDS; ++round) {
+    *base = 1000L * round + mp_me;
+    MP_CHECK_INT(0, ARMCI_Win_fence(ARMCI_WIN_MODE_NOPUT, win));
+    long got = -2;
+    MP_CHECK_INT(0, ARMCI_Win_get(&got, sizeof got, left, 0, win));
+    MP_CHECK_INT(0, ARMCI_Win_fence(ARMCI_WIN_MODE_NOSTORE, win));
+    MP_CHECK(got == 1000L * round + left, "fence get: round %d got %ld from rank %d", round, got, left);
   }
   MP_CHECK_INT(0, ARMCI_Win_fence(ARMCI_WIN_MODE_NOSUCCEED, win));
   MP_CHECK_INT(0, ARMCI_Win_free(&win));
@@ -260,6 +384,10 @@ int main(int argc, char **argv) {
   lock_all_acc();
   mp_set_where("fence_neighbours");
   fence_neighbours();
+  mp_set_where("acc_ops");
+  acc_ops();
+  mp_set_where("fence_gets");
+  fence_gets();
   mp_set_where("pscw_ring");
   pscw_ring();
   mp_set_where("reversed_group");

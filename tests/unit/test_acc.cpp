@@ -62,3 +62,38 @@ TEST(Acc, ElementSizes) {
   EXPECT_EQ(armci::acc_element_size(42), 0u);
   EXPECT_EQ(armci::acc_element_size(-1), 0u);
 }
+
+// The windows' ops ride in the datatype's high bits (acc_datatype).
+TEST(Acc, WindowOpsCombineWithoutScale) {
+  using armci::AccOp;
+  using armci::acc_datatype;
+  const armci::AccScale ignored{};
+  std::vector<long> l{6, -3, 12}, lsrc{3, 5, 10};
+  accumulate(acc_datatype(ARMCI_ACC_LNG, AccOp::prod), ignored, l.data(), lsrc.data(), sizeof(long) * 3);
+  EXPECT_EQ(l, (std::vector<long>{18, -15, 120}));
+  accumulate(acc_datatype(ARMCI_ACC_LNG, AccOp::band), ignored, l.data(), lsrc.data(), sizeof(long) * 3);
+  EXPECT_EQ(l, (std::vector<long>{18 & 3, -15 & 5, 120 & 10}));
+  std::vector<int> i{0x0f, 7}, isrc{0xf0, 5};
+  accumulate(acc_datatype(ARMCI_ACC_INT, AccOp::bxor), ignored, i.data(), isrc.data(), sizeof(int) * 2);
+  EXPECT_EQ(i, (std::vector<int>{0xff, 2}));
+  accumulate(acc_datatype(ARMCI_ACC_INT, AccOp::bor), ignored, i.data(), isrc.data(), sizeof(int) * 2);
+  EXPECT_EQ(i, (std::vector<int>{0xff, 7}));
+  std::vector<double> d{1.5, -2}, dsrc{-1, 4};
+  accumulate(acc_datatype(ARMCI_ACC_DBL, AccOp::max), ignored, d.data(), dsrc.data(), sizeof(double) * 2);
+  EXPECT_EQ(d, (std::vector<double>{1.5, 4}));
+  accumulate(acc_datatype(ARMCI_ACC_DBL, AccOp::min), ignored, d.data(), dsrc.data(), sizeof(double) * 2);
+  EXPECT_EQ(d, (std::vector<double>{-1, 4}));
+  std::complex<float> c{1, 2}, csrc{3, -1};  // (1+2i)(3-i) = 5+5i
+  accumulate(acc_datatype(ARMCI_ACC_CPL, AccOp::prod), ignored, &c, &csrc, sizeof c);
+  EXPECT_EQ(c, std::complex<float>(5, 5));
+}
+
+TEST(Acc, WindowOpsOnlyWhereMpiDefinesThem) {
+  using armci::AccOp;
+  using armci::acc_datatype;
+  EXPECT_EQ(armci::acc_element_size(acc_datatype(ARMCI_ACC_LNG, AccOp::bxor)), sizeof(long));
+  EXPECT_EQ(armci::acc_element_size(acc_datatype(ARMCI_ACC_DCP, AccOp::prod)), 16u);
+  EXPECT_EQ(armci::acc_element_size(acc_datatype(ARMCI_ACC_DBL, AccOp::band)), 0u);
+  EXPECT_EQ(armci::acc_element_size(acc_datatype(ARMCI_ACC_CPL, AccOp::max)), 0u);
+  EXPECT_EQ(armci::acc_element_size(ARMCI_ACC_INT | 99 << armci::kAccOpShift), 0u);
+}
