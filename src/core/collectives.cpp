@@ -417,8 +417,8 @@ void Collectives::barrier(const Team& team) {
   }
 }
 
-void Collectives::broadcast_tree(const Team& team, int root, const std::function<void(int)>& receive_from,
-                                 const std::function<Posted(int)>& post_to) {
+template <typename ReceiveFrom, typename PostTo>
+void Collectives::broadcast_tree(const Team& team, int root, ReceiveFrom&& receive_from, PostTo&& post_to) {
   // Binomial tree over indices relative to the root.
   const int n = team.size();
   const int relative = (team.me - root + n) % n;
