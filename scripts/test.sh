@@ -25,6 +25,10 @@ if [ "${ARMCI_TEST_TWO_HOSTS:-1}" != 0 ]; then
   TWO_HOSTS_UCX_TESTS=${TWO_HOSTS_UCX_TESTS-mp_basic mp_rmw mp_regcache} \
     "$top/scripts/test-two-hosts.sh" 2>&1 | tee two-hosts.log || status=1
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  # A guest powered off mid-job: the survivors must report it within 10 s
+  # (the heartbeat between hosts), over verbs and over UCX.
+  LOSS_NETWORKS=${LOSS_NETWORKS-verbs ucx} "$top/tests/mp/two_hosts_loss.sh" 2>&1 | tee two-hosts-loss.log || status=1
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 
 # One closing line over every suite, from the runners' own logs.
@@ -51,8 +55,10 @@ if [ -f verbs-vm.log ] && [ "${ARMCI_TEST_VERBS:-1}" != 0 ]; then
   add_gtest verbs-vm.log
   add_runner verbs-vm.log
 fi
-if [ -f two-hosts.log ] && [ "${ARMCI_TEST_TWO_HOSTS:-1}" != 0 ]; then
-  add_runner two-hosts.log
+if [ "${ARMCI_TEST_TWO_HOSTS:-1}" != 0 ]; then
+  for log in two-hosts.log two-hosts-loss.log; do
+    [ -f "$log" ] && add_runner "$log"
+  done
 fi
 [ "$status" -ne 0 ] && [ "$failed" -eq 0 ] && failed=1
 echo "tests: $passed passed, $failed failed"
