@@ -7,8 +7,10 @@
 # the loss within LOSS_REPORT_BOUND seconds (default 10): an armci error from
 # a survivor naming a lost rank, and no survivor process left. The job
 # (mpirun, whose daemon on the lost guest answers no more) must end within
-# LOSS_BOUND seconds (default 90) with a non-zero status; still running then
-# is a hang. Run from the build directory after make check:
+# LOSS_BOUND seconds (default 180) with a non-zero status; still running then
+# is a hang. mpirun notices its lost daemon only when ssh's keepalive gives up
+# (a minute, see test-two-hosts.sh) and Open MPI 4.1's mpirun may then crash
+# in PMIx_Finalize (exit 139): the launcher's business, not the library's. Run from the build directory after make check:
 #   ../tests/mp/two_hosts_loss.sh                     # ARMCI_NETWORK=verbs
 #   LOSS_NETWORK=ucx ../tests/mp/two_hosts_loss.sh
 #   LOSS_NETWORKS="verbs ucx" ../tests/mp/two_hosts_loss.sh   # both, one boot each
@@ -26,7 +28,7 @@ if [ -z "${TWO_HOSTS_B:-}" ]; then
   exit $status
 fi
 
-net=${LOSS_NETWORK:-verbs} bound=${LOSS_BOUND:-90} report_bound=${LOSS_REPORT_BOUND:-10}
+net=${LOSS_NETWORK:-verbs} bound=${LOSS_BOUND:-180} report_bound=${LOSS_REPORT_BOUND:-10}
 net_args=
 [ "$net" = ucx ] && net_args=$TWO_HOSTS_UCX_ARGS
 out=$TWO_HOSTS_OUT/host-loss.$net.out err=$TWO_HOSTS_OUT/host-loss.$net.err
