@@ -106,12 +106,21 @@ class Progress {
       network_->progress();
       advance_background();
     }
-    // A handler here may have started work (serving a peer's strided
-    // transfer) that moves on with our own completions, which the sleeping
-    // helper does not hear of: it must, should the application leave now.
-    if (helper_hears_peers_only_.load(std::memory_order_relaxed) && background_busy() &&
-        helper_hears_peers_only_.exchange(false, std::memory_order_relaxed))
-      kick_helper();
+    wake_helper_for_background();
+  }
+  // For a thread that is neither the application's nor the helper (the
+  // heartbeat): one round of the layer's progress, then f(network), under
+  // the mutex, without counting as the application being in the library
+  // (which would keep the helper off the network).
+  template <typename F>
+  void aside(F&& f) {
+    if (!network_) return;
+    {
+      std::lock_guard guard(mutex_);
+      network_->progress();
+      f(*network_);
+    }
+    wake_helper_for_background();
   }
   // Every wait on other ranks comes through here, so a dead peer ends it
   // (peer_failure.hpp) instead of hanging.
@@ -164,6 +173,14 @@ class Progress {
   void kick_helper();
 
  private:
+  // A handler run by progress() may have started work (serving a peer's
+  // strided transfer) that moves on with our own completions, which the
+  // sleeping helper does not hear of: it must, should the application leave now.
+  void wake_helper_for_background() {
+    if (helper_hears_peers_only_.load(std::memory_order_relaxed) && background_busy() &&
+        helper_hears_peers_only_.exchange(false, std::memory_order_relaxed))
+      kick_helper();
+  }
   int advance_background(std::size_t new_chunks = SIZE_MAX) {
     int events = 0;
     for (BackgroundWork* work : background_)

@@ -178,6 +178,10 @@ void Runtime::start_up() {
     return collectives_->allgather(Team{everyone, peers_->rank()}, mine);
   });
   progress_->start_helper();
+  if (network_)
+    heartbeat_ = std::make_unique<Heartbeat>(*peers_, *progress_, settings_, [this](std::span<const std::byte> mine) {
+      return bootstrap_->allgather(mine);
+    });
   transfers_->select_protocols();
   if (settings_.verbose > 0 && rank == 0) print_info();
 }
@@ -223,6 +227,8 @@ void Runtime::print_info() const {
   }
   for (int r = 0; r < size; ++r)
     std::fprintf(stderr, "armci: info: rank 0 -> rank %d: %s\n", r, to_string(peers_->kind(r)));
+  if (heartbeat_ && heartbeat_->watching())
+    std::fprintf(stderr, "armci: info: heartbeat: %s\n", heartbeat_->describe().c_str());
 }
 
 // ------------------------------------------------------------------ shutdown
@@ -243,6 +249,10 @@ void Runtime::shut_down() {
     barrier_->wait();
     set_job_ending(true);
   }
+  // Every rank is past the barrier (or this one ends alone), so none waits
+  // on a silent peer any more; the counters stay registered until the
+  // fence below (later beats may still land in them).
+  if (heartbeat_) heartbeat_->stop();
   memory_->free_all();
   sync_.reset();
   groups_.reset();
@@ -256,6 +266,7 @@ void Runtime::shut_down() {
     completions_->wait("ARMCI_Finalize", flushed);
   }
   if (!alone) bootstrap_->fence();
+  heartbeat_.reset();
   memory_->free_control_blocks();
   bootstrap_->set_progress(nullptr);
   progress_->stop_helper();

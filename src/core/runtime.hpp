@@ -32,6 +32,7 @@
 #include "src/core/collectives.hpp"
 #include "src/core/completion.hpp"
 #include "src/core/groups.hpp"
+#include "src/core/heartbeat.hpp"
 #include "src/core/host_assisted.hpp"
 #include "src/core/memory.hpp"
 #include "src/core/messages.hpp"
@@ -106,6 +107,7 @@ class Runtime {
   std::unique_ptr<Collectives> collectives_;
   std::unique_ptr<Groups> groups_;
   std::unique_ptr<platform::ProcessWatch> neighbours_alive_;  // same-host peers' processes
+  std::unique_ptr<Heartbeat> heartbeat_;                      // peers on other hosts
 };
 
 }  // namespace armci

@@ -126,6 +126,8 @@ const Entry kEntries[] = {
      }},
     number<FIELD(max_pending), 1>("ARMCI_MAX_PENDING"),
     number<FIELD(win_sync_timeout_s), 0>("ARMCI_WIN_SYNC_TIMEOUT"),
+    number<FIELD(heartbeat_ms), 0, 3600000>("ARMCI_HEARTBEAT_MS"),
+    number<FIELD(heartbeat_timeout_ms), 1, 86400000>("ARMCI_HEARTBEAT_TIMEOUT_MS"),
     number<FIELD(aggregate_bytes), 1024>("ARMCI_AGGREGATE_BYTES"),
     number<FIELD(aggregate_piece_max), 0>("ARMCI_AGGREGATE_PIECE_MAX"),
     {"ARMCI_STRIDED_PROTOCOL",

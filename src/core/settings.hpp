@@ -58,6 +58,12 @@ struct Settings {
   std::size_t malloc_keep = 64 * 1024 * 1024;
   bool return_on_peer_failure = false;              // ARMCI_ON_PEER_FAILURE=return (abort: false)
   long win_sync_timeout_s = 60;                      // ARMCI_WIN_SYNC_TIMEOUT: PSCW waits (0: none)
+  // ARMCI_HEARTBEAT_MS (0: off), ARMCI_HEARTBEAT_TIMEOUT_MS: between hosts
+  // (src/core/heartbeat.hpp). Five seconds of silence stays clear of the
+  // stalls of an emulated guest on a loaded machine yet reports a lost host
+  // well within ten.
+  long heartbeat_ms = 500;
+  long heartbeat_timeout_ms = 5000;
   platform::NetworkOptions network_options;          // ARMCI_VERBS_*, ARMCI_UCX_ERR_MODE
 
   // Parses the environment; a malformed value is an error naming the variable.

@@ -45,6 +45,16 @@ TEST(Settings, LayersSettingsReachTheirOptions) {
   EXPECT_EQ(s.network_options.verbs.recv_size, platform::VerbsOptions{}.recv_size);
 }
 
+TEST(Settings, HeartbeatBetweenHostsIsOnByDefaultAndCanBeTurnedOff) {
+  EXPECT_EQ(Settings::from_environment().heartbeat_ms, 500);
+  EXPECT_EQ(Settings::from_environment().heartbeat_timeout_ms, 5000);
+  ScopedVariable off("ARMCI_HEARTBEAT_MS", "0");
+  ScopedVariable timeout("ARMCI_HEARTBEAT_TIMEOUT_MS", "20000");
+  const Settings s = Settings::from_environment();
+  EXPECT_EQ(s.heartbeat_ms, 0);
+  EXPECT_EQ(s.heartbeat_timeout_ms, 20000);
+}
+
 TEST(Settings, RowsShowValueAndSource) {
   ScopedVariable offload("ARMCI_OFFLOAD_MIN", "off");
   ScopedVariable helper("ARMCI_PROGRESS_THREAD", "0");
