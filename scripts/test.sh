@@ -22,10 +22,11 @@ fi
 # every program once over verbs (about 13 minutes; of mp_errors, whose 25
 # cases check arguments before any transfer, one) and five over UCX (about 5)
 # (TWO_HOSTS_TESTS, TWO_HOSTS_UCX_TESTS change it; empty: everything).
-# mp_msg runs over UCX only: over verbs it failed once in three across hosts
-# (README, "Across hosts").
+# mp_msg runs over both, although over verbs it failed once in three across
+# hosts and the cause is not found (README, "Across hosts"): a known failure
+# stays visible.
 if [ "${ARMCI_TEST_TWO_HOSTS:-1}" != 0 ]; then
-  TWO_HOSTS_TESTS=${TWO_HOSTS_TESTS-mp_basic mp_acc mp_nonblocking mp_random mp_rmw mp_strided mp_aggregate mp_regcache mp_groups mp_windows mp_errors:range mp_with_mpi:armci-first mp_group_comm mp_ga mp_ga_fortran mp_compat} \
+  TWO_HOSTS_TESTS=${TWO_HOSTS_TESTS-mp_basic mp_msg mp_acc mp_nonblocking mp_random mp_rmw mp_strided mp_aggregate mp_regcache mp_groups mp_windows mp_errors:range mp_with_mpi:armci-first mp_group_comm mp_ga mp_ga_fortran mp_compat} \
   TWO_HOSTS_UCX_TESTS=${TWO_HOSTS_UCX_TESTS-mp_basic mp_rmw mp_regcache mp_strided mp_msg} \
     "$top/scripts/test-two-hosts.sh" 2>&1 | tee two-hosts.log || status=1
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
