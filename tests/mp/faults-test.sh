@@ -142,11 +142,11 @@ for mode in shm ucx; do
 done
 
 # ------------------------------------------------------------------ 3. killed inside Malloc
-mkdir -p "$work/pids"
-for round in 1 2 3; do
-  rm -f "$work/pids"/*
-  job 3 60 ARMCI_SHM=1 MP_PIDDIR="$work/pids" -- "$bindir/mp_faults" mallocloop 100000 &
-  launcher=$!
+# A 3-rank Malloc/Free loop (settings "$@") whose rank 1 is killed at a
+# random moment; sets victim (its pid) and rc (the job's status).
+kill_rank1_in_mallocloop() {
+  job 3 60 "$@" MP_PIDDIR="$work/pids" -- "$bindir/mp_faults" mallocloop 100000 &
+  local launcher=$!
   for _ in $(seq 100); do [ -s "$work/pids/rank.1" ] && break; sleep 0.1; done
   victim=$(cat "$work/pids/rank.1" 2>/dev/null)
   # Somewhere inside the loop: most of a round is Malloc's exchange and barrier.
@@ -154,6 +154,12 @@ for round in 1 2 3; do
   [ -n "$victim" ] && kill -9 "$victim"
   wait $launcher
   rc=$?
+}
+
+mkdir -p "$work/pids"
+for round in 1 2 3; do
+  rm -f "$work/pids"/*
+  kill_rank1_in_mallocloop ARMCI_SHM=1
   pids=$(cat "$work/pids"/rank.* 2>/dev/null | tr '\n' '|')
   left=$(ls /dev/shm | grep -E "^armci-[0-9a-f]{16}-(${pids%|})-" || true)
   name="rank 1 killed in a Malloc/Free loop (round $round)"
@@ -193,15 +199,7 @@ done
 for mode in shm ucx; do
   rm -f "$work/pids"/*
   # shellcheck disable=SC2086
-  job 3 60 ${mode_env[$mode]} ARMCI_ON_PEER_FAILURE=return MP_PIDDIR="$work/pids" -- \
-    "$bindir/mp_faults" mallocloop 100000 &
-  launcher=$!
-  for _ in $(seq 100); do [ -s "$work/pids/rank.1" ] && break; sleep 0.1; done
-  victim=$(cat "$work/pids/rank.1" 2>/dev/null)
-  sleep "0.$((RANDOM % 5))"
-  [ -n "$victim" ] && kill -9 "$victim"
-  wait $launcher
-  rc=$?
+  kill_rank1_in_mallocloop ${mode_env[$mode]} ARMCI_ON_PEER_FAILURE=return
   left=$(job_left)
   name="return mode: rank 1 killed in a Malloc/Free loop, $mode"
   if [ -z "$victim" ]; then bad "$name" "rank 1 never started"
