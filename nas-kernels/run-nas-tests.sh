@@ -11,40 +11,25 @@
 # NAS_NP8 (1: add armci-nb at 8 processes),
 # NAS_TIMEOUT (seconds per job, 180), NAS_BINDIR (./nas-kernels).
 set -u
-mpirun=$(command -v mpirun || command -v prterun || true)
-if [ -z "$mpirun" ]; then
-  echo "run-nas-tests: no mpirun/prterun found (install openmpi-bin)"
-  exit 1
-fi
+source "$(dirname "$0")/../tests/job_lib.sh"
+job_lib_init run-nas-tests
 bindir=${NAS_BINDIR:-$PWD/nas-kernels}
 nps=${NAS_NPS:-1 2 4}
 class=${NAS_CLASS:-S}
 kernels=${NAS_KERNELS:-mg cg$([ -x "$bindir/cg_f" ] && echo " cg_f")}
 variants=${NAS_VARIANTS:-mpi armci armci-nb}
 job_timeout=${NAS_TIMEOUT:-180}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-passed=0 failed=0
 
 # job NAME NP ENV... -- ARGS...
 job() {
-  local name=$1 np=$2 log rc
+  local name=$1 np=$2
   shift 2
-  local envs=()
-  while [ "$1" != -- ]; do envs+=(-x "$1"); shift; done
-  shift
-  log=$(mktemp)
-  env -u ARMCI_SHM -u ARMCI_VNODE_SIZE -u ARMCI_NETWORK \
-    timeout "$job_timeout" "$mpirun" --oversubscribe -np "$np" "${envs[@]}" "$@" >"$log" 2>&1
-  rc=$?
-  if [ "$rc" -eq 0 ] && grep -q '^ Verification    =  SUCCESSFUL$' "$log"; then
-    echo "PASS $name ($(sed -n 's/^ Time in seconds =  //p' "$log") s)"
-    passed=$((passed + 1))
+  run_job "$job_timeout" "$np" "$@"
+  if [ "$job_rc" -eq 0 ] && grep -q '^ Verification    =  SUCCESSFUL$' "$job_log"; then
+    job_passed "$name ($(sed -n 's/^ Time in seconds =  //p' "$job_log") s)"
   else
-    echo "FAIL $name (exit $rc)"
-    tail -n 25 "$log" | sed 's/^/  | /'
-    failed=$((failed + 1))
+    job_failed "$name (exit $job_rc)" 25
   fi
-  rm -f "$log"
 }
 
 for k in $kernels; do
@@ -66,5 +51,4 @@ for k in $kernels; do
     fi
   done
 done
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+job_summary
