@@ -18,6 +18,11 @@ std::atomic<int> g_first_dead{kNoFailure};
 }
 
 namespace {
+// The call of each application thread (ARMCI_Init_thread with several
+// threads in the library: one in Put, another in Barrier); the library's own
+// threads (helper, heartbeat, PMIx events) have none and name the call the
+// application was last in, which is the one their error ends.
+thread_local const char* t_call = nullptr;
 std::atomic<const char*> g_call{nullptr};
 // The collective call in progress (require_all_alive), compared with g_call
 // by waits: a wait of a collective ends at once on a death.
@@ -49,9 +54,15 @@ std::int64_t now_ns() {
 }
 }  // namespace
 
-void set_current_call(const char* call) { g_call.store(call, std::memory_order_relaxed); }
+void set_current_call(const char* call) {
+  t_call = call;
+  g_call.store(call, std::memory_order_relaxed);
+}
+namespace {
+const char* call_of_this_thread() { return t_call ? t_call : g_call.load(std::memory_order_relaxed); }
+}  // namespace
 const char* current_call() {
-  const char* call = g_call.load(std::memory_order_relaxed);
+  const char* call = call_of_this_thread();
   return call ? call : "ARMCI (outside any call)";
 }
 
@@ -143,7 +154,7 @@ void check_peers_waiting(std::int64_t& since_ns) {
     return;
   if (!return_on_peer_failure()) abort_on_failure();
   const int first = peer_failure_detail::g_first_dead.load(std::memory_order_relaxed);
-  const char* call = g_call.load(std::memory_order_relaxed);
+  const char* call = call_of_this_thread();
   if (call != nullptr && call == g_collective_call.load(std::memory_order_relaxed)) peer_dead(first);
   const std::int64_t now = now_ns();
   if (since_ns == 0) since_ns = now;
