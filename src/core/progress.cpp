@@ -15,7 +15,12 @@
 namespace armci {
 
 void Backoff::pause() {
-  if (++spins_ <= 32) return;
+  // Oversubscribed (spin 0): the rank we wait for may be runnable on our very
+  // core, and every poll round delays it; two rounds catch what is already
+  // there, then the core goes to whoever has work.
+  const unsigned polls = spin_.load(std::memory_order_relaxed) == 0 ? 2 : 32;
+  if (++spins_ <= polls) return;
+  if (spins_ <= 32) spins_ = 33;
   // A rank with a CPU of its own keeps it, as MPI's waits do: a yield on a
   // machine where other programs run hands the core away for a whole time
   // slice, which made an 8-byte reduction take 16 us instead of 0.2 while
