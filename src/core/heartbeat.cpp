@@ -116,7 +116,8 @@ void Heartbeat::stop() {
   stop_signal_.notify_all();
   thread_.join();
   // The last beats' puts read their sources and count on their completions until they complete.
-  progress_.until([this] { return std::all_of(targets_.begin(), targets_.end(), [](const Target& t) { return t.sent.done(); }); });
+  progress_.until(
+      [this] { return std::all_of(targets_.begin(), targets_.end(), [](const Target& t) { return t.sent.done(); }); });
 }
 
 void Heartbeat::run() {

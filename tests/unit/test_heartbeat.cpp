@@ -132,8 +132,8 @@ TEST(Heartbeat, PartnersAreMutualAndCoverEveryRankOfEveryOtherHost) {
         }
         for (std::size_t h = 0; h < members.size(); ++h) {
           if (h == host_of[static_cast<std::size_t>(r)]) continue;
-          EXPECT_TRUE(std::any_of(mine.begin(), mine.end(), [&](int p) { return host_of[static_cast<std::size_t>(p)] == h; }))
-              << "rank " << r << " has no partner on host " << h;
+          const auto on_h = [&](int p) { return host_of[static_cast<std::size_t>(p)] == h; };
+          EXPECT_TRUE(std::any_of(mine.begin(), mine.end(), on_h)) << "rank " << r << " has no partner on host " << h;
         }
       }
       // The next combination of sizes, 1 to 4 each.
