@@ -19,6 +19,7 @@ Heartbeat::Heartbeat(const Peers& peers, Progress& progress, const Settings& set
   // computes the same map.
   std::vector<std::vector<int>> members;
   std::vector<std::size_t> host_of(static_cast<std::size_t>(peers.size()));
+  std::vector<int> index_of(static_cast<std::size_t>(peers.size()));
   for (int r = 0; r < peers.size(); ++r) {
     const auto known = std::find(host_names_.begin(), host_names_.end(), peers.host(r));
     const auto h = static_cast<std::size_t>(known - host_names_.begin());
@@ -26,6 +27,7 @@ Heartbeat::Heartbeat(const Peers& peers, Progress& progress, const Settings& set
       host_names_.push_back(peers.host(r));
       members.emplace_back();
     }
+    index_of[static_cast<std::size_t>(r)] = static_cast<int>(members[h].size());
     members[h].push_back(r);
     host_of[static_cast<std::size_t>(r)] = h;
   }
@@ -35,15 +37,13 @@ Heartbeat::Heartbeat(const Peers& peers, Progress& progress, const Settings& set
          static_cast<long long>(timeout_.count()), static_cast<long long>(period_.count()));
 
   const int me = peers.rank();
-  const std::size_t my_host = host_of[static_cast<std::size_t>(me)];
-  const auto& mine = members[my_host];
-  const int my_index = static_cast<int>(std::find(mine.begin(), mine.end(), me) - mine.begin());
+  const auto mine = partners(members, host_of[static_cast<std::size_t>(me)], index_of[static_cast<std::size_t>(me)]);
 
   // Each rank publishes whether it beats and where its counters are.
   RecordWriter record;
   std::vector<std::byte> packed;
   if (period_.count() > 0) {
-    counters_.assign(host_names_.size(), 0);
+    counters_.assign(mine.size(), 0);
     progress_.with_network([&](platform::Network& net) {
       registration_ = net.register_memory(counters_.data(), counters_.size() * sizeof(std::uint64_t));
       packed = net.pack_remote_key(registration_);
@@ -58,23 +58,33 @@ Heartbeat::Heartbeat(const Peers& peers, Progress& progress, const Settings& set
   const auto start = std::chrono::steady_clock::now();
   last_check_ = start;
   progress_.with_network([&](platform::Network& net) {
-    for (std::size_t h = 0; h < host_names_.size(); ++h) {
-      if (h == my_host) continue;
-      const auto& theirs = members[h];
-      const int count = static_cast<int>(theirs.size());
-      for (int i = 0; i < count; ++i) {
-        const int rank = theirs[static_cast<std::size_t>(i)];
-        RecordReader in(records[static_cast<std::size_t>(rank)]);
-        if (in.take<std::uint8_t>() == 0) continue;  // it neither beats nor watches
-        const auto address = in.take<std::uint64_t>();
-        const auto key = in.take_bytes();
-        if (watched_index(i, static_cast<int>(mine.size())) == my_index)
-          targets_.push_back({rank, address + my_host * sizeof(std::uint64_t), net.unpack_remote_key(rank, key)});
-        if (i == watched_index(my_index, count)) watched_.push_back({rank, h, 0, start, false});
-      }
+    for (std::size_t slot = 0; slot < mine.size(); ++slot) {
+      const int rank = mine[slot];
+      const auto r = static_cast<std::size_t>(rank);
+      RecordReader in(records[r]);
+      if (in.take<std::uint8_t>() == 0) continue;  // it neither beats nor watches
+      const auto address = in.take<std::uint64_t>();
+      const auto key = in.take_bytes();
+      // This rank's counter over there: its place among that rank's partners.
+      const auto theirs = partners(members, host_of[r], index_of[r]);
+      const auto there = static_cast<std::size_t>(std::find(theirs.begin(), theirs.end(), me) - theirs.begin());
+      targets_.emplace_back(rank, address + there * sizeof(std::uint64_t), net.unpack_remote_key(rank, key));
+      watched_.push_back({rank, slot, host_of[r], 0, start, false});
     }
   });
   thread_ = std::thread([this] { run(); });
+}
+
+std::vector<int> Heartbeat::partners(const std::vector<std::vector<int>>& hosts, std::size_t host, int index) {
+  std::vector<int> found;
+  const int mine = static_cast<int>(hosts[host].size());
+  for (std::size_t h = 0; h < hosts.size(); ++h) {
+    if (h == host) continue;
+    const int count = static_cast<int>(hosts[h].size());
+    const int m = std::min(mine, count);
+    for (int j = index % m; j < count; j += m) found.push_back(hosts[h][static_cast<std::size_t>(j)]);
+  }
+  return found;
 }
 
 Heartbeat::~Heartbeat() {
@@ -90,7 +100,7 @@ std::string Heartbeat::describe() const {
   std::string beats, watches;
   for (const Target& t : targets_) beats += (beats.empty() ? "" : ",") + std::to_string(t.rank);
   for (const Watched& w : watched_)
-    watches += (watches.empty() ? "" : ", ") + ("rank " + std::to_string(w.rank) + " (" + host_names_[w.slot] + ")");
+    watches += (watches.empty() ? "" : ", ") + ("rank " + std::to_string(w.rank) + " (" + host_names_[w.host] + ")");
   if (beats.empty() && watches.empty()) return "off";
   return "every " + std::to_string(period_.count()) + " ms to rank(s) " + (beats.empty() ? "none" : beats) +
          "; watching " + (watches.empty() ? "none" : watches) + ", dead after " + std::to_string(timeout_.count()) +
@@ -105,8 +115,9 @@ void Heartbeat::stop() {
   }
   stop_signal_.notify_all();
   thread_.join();
-  // The last beat's puts read beat_ and count on sent_ until they complete.
-  progress_.until([this] { return sent_.done(); });
+  // The last beats' puts read their sources and count on their completions until they complete.
+  progress_.until(
+      [this] { return std::all_of(targets_.begin(), targets_.end(), [](const Target& t) { return t.sent.done(); }); });
 }
 
 void Heartbeat::run() {
@@ -125,11 +136,16 @@ void Heartbeat::beat() {
   // (the application computes, the helper sleeps armed for peers only),
   // and a layer that moves puts in software needs it at the target too.
   progress_.aside([this](platform::Network& net) {
-    if (!sent_.done()) return;  // the last beat is still on its way: no second one behind it
-    sent_.error.store(0, std::memory_order_relaxed);  // silence is what counts, not a failed put
-    ++beat_;
-    const platform::LocalSegment source{&beat_, sizeof beat_};
-    for (const Target& t : targets_) net.put(t.rank, std::span(&source, 1), t.address, t.key, sent_);
+    for (Target& t : targets_) {
+      // Its last beat still on its way (a lost or stalled rank): no second
+      // one behind it, and the others' beats not held back for it, or its
+      // silence would read as this rank's at theirs.
+      if (!t.sent.done()) continue;
+      t.sent.error.store(0, std::memory_order_relaxed);  // silence is what counts, not a failed put
+      ++t.beat;
+      const platform::LocalSegment source{&t.beat, sizeof t.beat};
+      net.put(t.rank, std::span(&source, 1), t.address, t.key, t.sent);
+    }
   });
 }
 
@@ -149,7 +165,7 @@ void Heartbeat::check(std::chrono::steady_clock::time_point now) {
     if (now - w.since < timeout_) continue;
     w.reported = true;
     char why[160];
-    std::snprintf(why, sizeof why, "no heartbeat from host %s for %.1f s", host_names_[w.slot].c_str(),
+    std::snprintf(why, sizeof why, "no heartbeat from host %s for %.1f s", host_names_[w.host].c_str(),
                   std::chrono::duration<double>(now - w.since).count());
     note_peer_failure(w.rank, why);
   }
