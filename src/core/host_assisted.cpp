@@ -63,14 +63,27 @@ HostAssisted::Exposure HostAssisted::expose_local(const char* call, const void* 
               try {
                 platform::Network& network = progress_.network_locked();
                 const platform::MemoryHandle handle = network.expose_memory(at, length);
-                exposure_keys_[handle.impl] = network.pack_remote_key(handle);
+                auto found = exposure_keys_.find(handle.impl);
+                if (found == exposure_keys_.end()) {
+                  std::vector<std::byte> packed;
+                  try {
+                    packed = network.pack_remote_key(handle);
+                  } catch (...) {
+                    network.deregister_memory(handle);
+                    throw;
+                  }
+                  found = exposure_keys_.emplace(handle.impl, ExposedKey{std::move(packed), 0}).first;
+                }
+                ++found->second.registrations;
                 return handle.impl;
               } catch (const std::exception&) {
                 return nullptr;
               }
             },
             [this](void* registration) {
-              exposure_keys_.erase(registration);
+              if (auto found = exposure_keys_.find(registration);
+                  found != exposure_keys_.end() && --found->second.registrations == 0)
+                exposure_keys_.erase(found);
               progress_.network_locked().deregister_memory(platform::MemoryHandle{registration});
             }},
         std::size_t{1} << 30);
@@ -78,7 +91,7 @@ HostAssisted::Exposure HostAssisted::expose_local(const char* call, const void* 
   exposure.lease = exposure_cache_->acquire(address, bytes);
   if (!exposure.lease)
     fail(call, "registering the local side (%p, %zu bytes) for the host-assisted protocol failed", address, bytes);
-  exposure.packed_key = exposure_keys_.at(exposure.lease.registration);
+  exposure.packed_key = exposure_keys_.at(exposure.lease.registration).packed;
   return exposure;
 }
 
