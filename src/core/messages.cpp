@@ -1,6 +1,7 @@
 #include "src/core/messages.hpp"
 
 #include "src/core/error.hpp"
+#include "src/core/incoming.hpp"
 #include "src/core/wire.hpp"
 
 namespace armci {
@@ -30,7 +31,8 @@ void Messages::send_ack(int source, MessageKind kind, std::uint64_t token) {
 }
 
 void Messages::handle_ack(int source, std::span<const std::byte> header) {
-  const auto ack = wire::read<wire::AckHeader>(header.data());
+  wire::AckHeader ack;
+  if (incoming::Problem p = incoming::parse_ack("ARMCI (ack)", source, header, ack)) fail(p.call, "%s", p.message);
   if (ack.kind == 0 || ack.kind >= kinds_.size() || !kinds_[ack.kind].on_ack)
     fail("ARMCI (ack)", "rank %d acked a message of kind %llu, which takes no acks here", source,
          static_cast<unsigned long long>(ack.kind));
