@@ -246,6 +246,7 @@ void Collectives::send_network(Channel channel, int to, int tag, const std::byte
     header.sequence = ++sequence;
     messages_.expect_answer(to);
     progress_.with_network([&](platform::Network& net) {
+      messages_.await_ack(to, kind_, 0);
       net.send_message(to, kind_, std::as_bytes(std::span(&header, 1)), std::span(data + offset, piece), sent);
     });
     offset += piece;

@@ -121,6 +121,7 @@ void HostAssisted::start(const char* call, bool is_get, void* local, const int* 
   // it stays with the request until the ack.
   progress_.with_network([&](platform::Network& net) {
     const auto& packed = payloads_.emplace(request, std::move(exposure.packed_key)).first->second;
+    messages_.await_ack(proc, is_get ? get_kind_ : put_kind_, header.token);
     net.send_message(proc, is_get ? get_kind_ : put_kind_, std::as_bytes(std::span(&header, 1)), packed, completion);
   });
 }

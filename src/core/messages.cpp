@@ -36,6 +36,11 @@ void Messages::handle_ack(int source, std::span<const std::byte> header) {
   if (ack.kind == 0 || ack.kind >= kinds_.size() || !kinds_[ack.kind].on_ack)
     fail("ARMCI (ack)", "rank %d acked a message of kind %llu, which takes no acks here", source,
          static_cast<unsigned long long>(ack.kind));
+  auto found = awaited_.find(AwaitedAck{source, static_cast<MessageKind>(ack.kind), ack.token});
+  if (found == awaited_.end())
+    fail("ARMCI (ack)", "rank %d acked a '%s' message (token 0x%llx) that was not sent to it or was acked already",
+         source, kinds_[ack.kind].name.c_str(), static_cast<unsigned long long>(ack.token));
+  if (--found->second == 0) awaited_.erase(found);
   kinds_[ack.kind].on_ack(source, ack.token);
   answered(source);
 }

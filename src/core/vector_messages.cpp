@@ -139,7 +139,10 @@ void VectorMessages::send(VectorBatch& batch, platform::Completion& completion) 
     payload = sent->payload;
   }
   progress_.with_network([&](platform::Network& net) {
-    if (kind == get_kind_) awaited_.emplace(header.token, proc);
+    if (kind == get_kind_)
+      awaited_.emplace(header.token, proc);
+    else
+      messages_.await_ack(proc, kind, header.token);
     net.send_message(proc, kind, std::as_bytes(std::span(&header, 1)), payload, completion);
   });
   batch.count = 0;

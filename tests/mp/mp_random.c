@@ -1,5 +1,6 @@
 /*
- * mp_random [OPS]: OPS (default 4000) random operations per rank, of every
+ * mp_random [OPS]: OPS (default MP_RANDOM_OPS, else 4000) random operations
+ * per rank, of every
  * shape (contiguous, strided with 1 to 3 levels, vector), every kind (Put,
  * Get, Acc of int, long, float and double with several scales) and every
  * completion (blocking, nonblocking with an explicit handle finished by Wait
@@ -625,8 +626,8 @@ int main(int argc, char **argv) {
   me = mp_me;
   np = mp_np;
   MP_CHECK(np <= 64, "at most 64 ranks (%d)", np);
-  long total = argc > 1 ? strtol(argv[1], NULL, 0) : 4000;
-  MP_CHECK(total > 0, "OPS must be positive (%s)", argv[1]);
+  long total = argc > 1 ? strtol(argv[1], NULL, 0) : mp_env_int("MP_RANDOM_OPS", 4000);
+  MP_CHECK(total > 0, "OPS must be positive (%ld)", total);
   seed = mp_seed();
   mp_rng_init(&rng, seed, me, 0);
 
