@@ -14,7 +14,7 @@ make -j1 check --no-print-directory VERBOSE=1 || status=$?
 # and host-assisted UCX (about a minute in all; ARMCI_TEST_STRESS=0 skips
 # it, MP_RANDOM_OPS changes the count).
 if [ "${ARMCI_TEST_STRESS:-1}" != 0 ]; then
-  MP_RANDOM_OPS=${MP_RANDOM_OPS:-200000} MP_MODES="shm ucx ucx-host" MP_NPS=4 MP_TESTS=mp_random \
+  MP_RANDOM_OPS=${MP_RANDOM_OPS:-100000} MP_MODES="shm ucx ucx-host" MP_NPS=4 MP_TESTS=mp_random \
     MP_TIMEOUT=300 tests/mp/run-mp-tests.sh 2>&1 | tee stress.log || status=1
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
