@@ -11,7 +11,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 status=0
 make -j1 check --no-print-directory VERBOSE=1 || status=$?
 # Stress: mp_random with many operations per rank at np 4, once in shm, UCX
-# and host-assisted UCX (about a minute in all; ARMCI_TEST_STRESS=0 skips
+# and host-assisted UCX (about 25 s in all; ARMCI_TEST_STRESS=0 skips
 # it, MP_RANDOM_OPS changes the count).
 if [ "${ARMCI_TEST_STRESS:-1}" != 0 ]; then
   MP_RANDOM_OPS=${MP_RANDOM_OPS:-100000} MP_MODES="shm ucx ucx-host" MP_NPS=4 MP_TESTS=mp_random \
