@@ -10,6 +10,14 @@ cd "$build"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 status=0
 make -j1 check --no-print-directory VERBOSE=1 || status=$?
+# Stress: mp_random with many operations per rank at np 4, once in shm, UCX
+# and host-assisted UCX (about 25 s in all; ARMCI_TEST_STRESS=0 skips
+# it, MP_RANDOM_OPS changes the count).
+if [ "${ARMCI_TEST_STRESS:-1}" != 0 ]; then
+  MP_RANDOM_OPS=${MP_RANDOM_OPS:-100000} MP_MODES="shm ucx ucx-host" MP_NPS=4 MP_TESTS=mp_random \
+    MP_TIMEOUT=300 tests/mp/run-mp-tests.sh 2>&1 | tee stress.log || status=1
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
 # The same suite over raw verbs, in the Soft-RoCE VM (ARMCI_TEST_VERBS=0 skips it
 # for a quick local run; CI always runs it).
 if [ "${ARMCI_TEST_VERBS:-1}" != 0 ]; then
@@ -52,6 +60,7 @@ add_runner() {  # the "N passed, M failed" lines of the multi-process runner
 }
 [ -f tests/unit/unit_tests.log ] && add_gtest tests/unit/unit_tests.log
 [ -f tests/mp/run-mp-tests.sh.log ] && add_runner tests/mp/run-mp-tests.sh.log
+[ -f stress.log ] && [ "${ARMCI_TEST_STRESS:-1}" != 0 ] && add_runner stress.log
 # The Fortran programs and the NAS kernels (when configure built them).
 for log in fortran/run-fortran-tests.sh.log nas-kernels/run-nas-tests.sh.log; do
   [ -f "$log" ] && add_runner "$log"

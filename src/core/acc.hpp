@@ -112,7 +112,7 @@ template <typename T>
       T a, b;
       std::memcpy(&a, d + i * sizeof(T), sizeof(T));
       std::memcpy(&b, s + i * sizeof(T), sizeof(T));
-      a += b;
+      a = wrapping_add(a, b);
       std::memcpy(d + i * sizeof(T), &a, sizeof(T));
     }
   } else {
@@ -120,7 +120,7 @@ template <typename T>
       T a, b;
       std::memcpy(&a, d + i * sizeof(T), sizeof(T));
       std::memcpy(&b, s + i * sizeof(T), sizeof(T));
-      a += factor * b;
+      a = wrapping_add(a, wrapping_mul(factor, b));
       std::memcpy(d + i * sizeof(T), &a, sizeof(T));
     }
   }

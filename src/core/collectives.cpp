@@ -11,6 +11,7 @@
 #include "src/core/barrier.hpp"
 #include "src/core/completion.hpp"
 #include "src/core/error.hpp"
+#include "src/core/incoming.hpp"
 
 namespace armci {
 
@@ -62,12 +63,7 @@ static_assert(kOwnUpEvery < Collectives::kCells);
 constexpr std::uint64_t kProbeValue = 0x61726d6369706f6bull;
 const std::uint64_t probe_word = kProbeValue;
 
-struct NetworkHeader {
-  std::uint8_t channel;
-  std::int32_t tag;
-  std::uint64_t total;
-  std::uint64_t sequence;
-};
+using NetworkHeader = wire::CollectiveHeader;
 
 }  // namespace
 
@@ -93,7 +89,8 @@ Collectives::Collectives(const Peers& peers, Memory& memory, Progress& progress,
       "collective",
       [this](int source, std::span<const std::byte> header, std::span<const std::byte> payload) {
         NetworkHeader h;
-        std::memcpy(&h, header.data(), sizeof h);
+        if (incoming::Problem p = incoming::parse_collective(source, header, payload, kChannels, h))
+          fail(p.call, "%s", p.message);
         {
           std::lock_guard guard(queues_mutex_);
           queue(static_cast<Channel>(h.channel), source)
@@ -249,6 +246,7 @@ void Collectives::send_network(Channel channel, int to, int tag, const std::byte
     header.sequence = ++sequence;
     messages_.expect_answer(to);
     progress_.with_network([&](platform::Network& net) {
+      messages_.await_ack(to, kind_, 0);
       net.send_message(to, kind_, std::as_bytes(std::span(&header, 1)), std::span(data + offset, piece), sent);
     });
     offset += piece;
@@ -360,6 +358,10 @@ std::size_t Collectives::receive_network(const char* call, Channel channel, int 
     fail(call, "a message of %zu bytes from rank %d does not fit the buffer of %zu bytes", total, from, capacity);
   std::size_t offset = 0;
   for (;;) {
+    // Each piece was checked against its own total only: together they
+    // must not pass the total this message started with.
+    if (piece.bytes.size() > total - offset)
+      fail(call, "the pieces of a message of %zu bytes from rank %d carry more than that", total, from);
     if (!piece.bytes.empty()) std::memcpy(data + offset, piece.bytes.data(), piece.bytes.size());
     offset += piece.bytes.size();
     if (offset >= total) break;

@@ -4,6 +4,7 @@
 
 #include "src/core/completion.hpp"
 #include "src/core/error.hpp"
+#include "src/core/incoming.hpp"
 #include "src/core/memory.hpp"
 #include "src/core/strided.hpp"
 #include "src/core/wire.hpp"
@@ -63,14 +64,27 @@ HostAssisted::Exposure HostAssisted::expose_local(const char* call, const void* 
               try {
                 platform::Network& network = progress_.network_locked();
                 const platform::MemoryHandle handle = network.expose_memory(at, length);
-                exposure_keys_[handle.impl] = network.pack_remote_key(handle);
+                auto found = exposure_keys_.find(handle.impl);
+                if (found == exposure_keys_.end()) {
+                  std::vector<std::byte> packed;
+                  try {
+                    packed = network.pack_remote_key(handle);
+                  } catch (...) {
+                    network.deregister_memory(handle);
+                    throw;
+                  }
+                  found = exposure_keys_.emplace(handle.impl, ExposedKey{std::move(packed), 0}).first;
+                }
+                ++found->second.registrations;
                 return handle.impl;
               } catch (const std::exception&) {
                 return nullptr;
               }
             },
             [this](void* registration) {
-              exposure_keys_.erase(registration);
+              if (auto found = exposure_keys_.find(registration);
+                  found != exposure_keys_.end() && --found->second.registrations == 0)
+                exposure_keys_.erase(found);
               progress_.network_locked().deregister_memory(platform::MemoryHandle{registration});
             }},
         std::size_t{1} << 30);
@@ -78,7 +92,7 @@ HostAssisted::Exposure HostAssisted::expose_local(const char* call, const void* 
   exposure.lease = exposure_cache_->acquire(address, bytes);
   if (!exposure.lease)
     fail(call, "registering the local side (%p, %zu bytes) for the host-assisted protocol failed", address, bytes);
-  exposure.packed_key = exposure_keys_.at(exposure.lease.registration);
+  exposure.packed_key = exposure_keys_.at(exposure.lease.registration).packed;
   return exposure;
 }
 
@@ -107,6 +121,7 @@ void HostAssisted::start(const char* call, bool is_get, void* local, const int* 
   // it stays with the request until the ack.
   progress_.with_network([&](platform::Network& net) {
     const auto& packed = payloads_.emplace(request, std::move(exposure.packed_key)).first->second;
+    messages_.await_ack(proc, is_get ? get_kind_ : put_kind_, header.token);
     net.send_message(proc, is_get ? get_kind_ : put_kind_, std::as_bytes(std::span(&header, 1)), packed, completion);
   });
 }
@@ -127,25 +142,18 @@ platform::RemoteKey HostAssisted::peer_key(int source, std::span<const std::byte
 
 void HostAssisted::handle_request(int source, bool is_get, std::span<const std::byte> header_bytes,
                                   std::span<const std::byte> payload) {
-  const char* call = is_get ? "ARMCI_GetS (host-assisted)" : "ARMCI_PutS (host-assisted)";
-  const auto header = wire::read<wire::HostHeader>(header_bytes.data());
-  if (header.levels < 0 || header.levels > strided::kMaxLevels)
-    fail(call, "a request from rank %d has %d stride levels", source, header.levels);
-  strided::Shape shape;
-  if (strided::check(header.origin_stride, header.target_stride, header.count, header.levels, shape))
-    fail(call, "a request from rank %d carries a layout that does not check", source);
-  const Region* region = memory_.find_own(header.target_base, static_cast<std::size_t>(shape.dst_extent));
-  if (region == nullptr || region->local == nullptr)
-    fail(call, "argument '%s' of a request from rank %d (0x%llx, %lld bytes) is not inside any ARMCI_Malloc "
-               "region of rank %d",
-         is_get ? "src_ptr" : "dst_ptr", source, static_cast<unsigned long long>(header.target_base),
-         static_cast<long long>(shape.dst_extent), error_rank());
+  incoming::Host request;
+  if (incoming::Problem p = incoming::parse_host(
+          is_get, source, header_bytes, payload,
+          [this](std::uintptr_t address, std::size_t bytes) { return memory_.find_own(address, bytes); }, request))
+    fail(p.call, "%s", p.message);
+  const wire::HostHeader& header = request.header;
   platform::Network& network = progress_.network_locked();
   const platform::RemoteKey key = peer_key(source, payload);
   auto operation = std::make_unique<Operation>();
   operation->source = source;
   operation->kind = is_get ? get_kind_ : put_kind_;
-  std::byte* mine = region->local + (header.target_base - region->base);
+  std::byte* mine = request.mine;
   // Runs of pieces contiguous on the origin's side become one transfer
   // with a gather (get: we write to the origin) or scatter (put: we read
   // from it) list of our pieces, cut at the device's SGE limit.

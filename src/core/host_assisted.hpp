@@ -64,7 +64,14 @@ class HostAssisted : public BackgroundWork {
   // Origin: local memory exposed to peers, and the packed key of each of its
   // registrations (network mutex); keys sent, kept until the ack.
   std::unique_ptr<buffers::RegistrationCache> exposure_cache_;
-  std::map<void*, std::vector<std::byte>> exposure_keys_;
+  // UCX hands out the same memory handle again for a range it has mapped
+  // already (its own registration cache), so one handle can back several
+  // entries of ours: its key lives until the last of them is deregistered.
+  struct ExposedKey {
+    std::vector<std::byte> packed;
+    int registrations = 0;
+  };
+  std::map<void*, ExposedKey> exposure_keys_;
   std::map<const void*, std::vector<std::byte>> payloads_;
   // Target: the operations it posted, and the origins' keys it unpacked.
   std::deque<std::unique_ptr<Operation>> operations_;

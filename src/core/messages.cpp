@@ -1,6 +1,7 @@
 #include "src/core/messages.hpp"
 
 #include "src/core/error.hpp"
+#include "src/core/incoming.hpp"
 #include "src/core/wire.hpp"
 
 namespace armci {
@@ -30,10 +31,16 @@ void Messages::send_ack(int source, MessageKind kind, std::uint64_t token) {
 }
 
 void Messages::handle_ack(int source, std::span<const std::byte> header) {
-  const auto ack = wire::read<wire::AckHeader>(header.data());
+  wire::AckHeader ack;
+  if (incoming::Problem p = incoming::parse_ack("ARMCI (ack)", source, header, ack)) fail(p.call, "%s", p.message);
   if (ack.kind == 0 || ack.kind >= kinds_.size() || !kinds_[ack.kind].on_ack)
     fail("ARMCI (ack)", "rank %d acked a message of kind %llu, which takes no acks here", source,
          static_cast<unsigned long long>(ack.kind));
+  auto found = awaited_.find(AwaitedAck{source, static_cast<MessageKind>(ack.kind), ack.token});
+  if (found == awaited_.end())
+    fail("ARMCI (ack)", "rank %d acked a '%s' message (token 0x%llx) that was not sent to it or was acked already",
+         source, kinds_[ack.kind].name.c_str(), static_cast<unsigned long long>(ack.token));
+  if (--found->second == 0) awaited_.erase(found);
   kinds_[ack.kind].on_ack(source, ack.token);
   answered(source);
 }

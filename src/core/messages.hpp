@@ -20,6 +20,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "platform/network.hpp"
@@ -61,6 +62,12 @@ class Messages {
     return unanswered_[static_cast<std::size_t>(proc)].load(std::memory_order_acquire);
   }
 
+  // Origin, network mutex held, right before sending a message of `kind`
+  // to proc that proc will ack with `token`. Tokens are the origin's own
+  // pointers: an ack is taken only for one sent to that peer and not acked
+  // yet, so a peer cannot make the ack handlers write through anything else.
+  void await_ack(int proc, MessageKind kind, std::uint64_t token) { ++awaited_[AwaitedAck{proc, kind, token}]; }
+
   // Target, inside a handler or background work (network mutex held).
   void send_ack(int source, MessageKind kind, std::uint64_t token);
 
@@ -78,8 +85,23 @@ class Messages {
   };
   void handle_ack(int source, std::span<const std::byte> header);
 
+  struct AwaitedAck {
+    int proc;
+    MessageKind kind;
+    std::uint64_t token;
+    bool operator==(const AwaitedAck&) const = default;
+  };
+  struct AwaitedHash {
+    std::size_t operator()(const AwaitedAck& a) const {
+      return std::hash<std::uint64_t>{}(a.token ^ (std::uint64_t{a.kind} << 56) ^ (std::uint64_t(unsigned(a.proc)) << 32));
+    }
+  };
+
   Progress& progress_;
   std::vector<Kind> kinds_;  // index = id
+  // Acks owed to this rank: how many of each (peer, kind, token) are out
+  // (one token may ride on several messages, e.g. one Acc cut in pieces).
+  std::unordered_map<AwaitedAck, std::uint32_t, AwaitedHash> awaited_;
   MessageKind ack_ = 0;
   std::unique_ptr<std::atomic<std::int64_t>[]> unanswered_;
 };

@@ -1,6 +1,7 @@
 #include "src/core/reduce.hpp"
 
 #include <complex>
+#include <cstring>
 
 namespace armci {
 namespace {
@@ -10,25 +11,32 @@ constexpr bool is_complex = false;
 template <typename T>
 constexpr bool is_complex<std::complex<T>> = true;
 
+// Through memcpy: a window's accumulate lands at whatever address the user
+// named and its operand may sit anywhere in a message, so neither side need
+// be aligned for T; the compiler makes plain loads and stores of it.
 template <typename T, ReduceOp op>
 void combine(void* into_bytes, const void* from_bytes, std::size_t count) {
-  T* into = static_cast<T*>(into_bytes);
-  const T* from = static_cast<const T*>(from_bytes);
+  auto* into = static_cast<unsigned char*>(into_bytes);
+  const auto* from = static_cast<const unsigned char*>(from_bytes);
   constexpr bool ordered = !is_complex<T>;
   // -O2's cost model leaves these loops scalar (it neither peels nor
   // versions them); a large armci_msg_dgop spends its time here. The two
   // never overlap: a received piece is combined into the caller's data.
 #pragma omp simd
   for (std::size_t i = 0; i < count; ++i) {
-    if constexpr (op == ReduceOp::sum) into[i] = into[i] + from[i];
-    else if constexpr (op == ReduceOp::product) into[i] = into[i] * from[i];
+    T a, b;
+    std::memcpy(&a, into + i * sizeof(T), sizeof(T));
+    std::memcpy(&b, from + i * sizeof(T), sizeof(T));
+    if constexpr (op == ReduceOp::sum) a = wrapping_add(a, b);
+    else if constexpr (op == ReduceOp::product) a = wrapping_mul(a, b);
     else if constexpr ((op == ReduceOp::max || op == ReduceOp::absmax) && ordered)
-      into[i] = into[i] < from[i] ? from[i] : into[i];
+      a = a < b ? b : a;
     else if constexpr ((op == ReduceOp::min || op == ReduceOp::absmin) && ordered)
-      into[i] = from[i] < into[i] ? from[i] : into[i];
-    else if constexpr (op == ReduceOp::bit_or && std::is_integral_v<T>) into[i] = into[i] | from[i];
-    else if constexpr (op == ReduceOp::bit_and && std::is_integral_v<T>) into[i] = into[i] & from[i];
-    else if constexpr (op == ReduceOp::bit_xor && std::is_integral_v<T>) into[i] = into[i] ^ from[i];
+      a = b < a ? b : a;
+    else if constexpr (op == ReduceOp::bit_or && std::is_integral_v<T>) a = a | b;
+    else if constexpr (op == ReduceOp::bit_and && std::is_integral_v<T>) a = a & b;
+    else if constexpr (op == ReduceOp::bit_xor && std::is_integral_v<T>) a = a ^ b;
+    std::memcpy(into + i * sizeof(T), &a, sizeof(T));
   }
 }
 

@@ -37,6 +37,24 @@ using CombineFunction = void (*)(void* into, const void* from, std::size_t count
 // (prepare_absolute). A bitwise op on a floating type, or an order on a
 // complex one, is the caller's error to catch: it combines nothing.
 CombineFunction combine_for(ElementType type, ReduceOp op);
+
+// Integer sums and products wrap around (two's complement), as every
+// ARMCI has it, instead of being undefined: the operands come from peers
+// and users, and overflow must not license the compiler to do anything.
+template <typename T>
+constexpr T wrapping_add(T a, T b) {
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) + static_cast<std::make_unsigned_t<T>>(b));
+  else
+    return a + b;
+}
+template <typename T>
+constexpr T wrapping_mul(T a, T b) {
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) * static_cast<std::make_unsigned_t<T>>(b));
+  else
+    return a * b;
+}
 // For absmax/absmin: every element replaced by its magnitude.
 void prepare_absolute(ElementType type, void* data, std::size_t count);
 

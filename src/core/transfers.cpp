@@ -4,6 +4,7 @@
 
 #include "src/core/completion.hpp"
 #include "src/core/error.hpp"
+#include "src/core/incoming.hpp"
 #include "src/core/memory.hpp"
 #include "src/core/progress.hpp"
 #include "src/core/settings.hpp"
@@ -55,18 +56,16 @@ void Transfers::select_protocols() {
 }
 
 // The target of an acc/net/msg piece.
-void Transfers::handle_acc(int source, std::span<const std::byte> header_bytes, std::span<const std::byte> payload) {
-  const auto header = wire::read<wire::AccHeader>(header_bytes.data());
+void Transfers::handle_acc(int source, std::span<const std::byte> header, std::span<const std::byte> payload) {
+  incoming::Acc acc;
   // The origin checked the range, but a target trusts only its own table.
-  const Region* region = memory_.find_own(header.address, header.bytes);
-  if (region == nullptr || payload.size() != header.bytes || acc_element_size(header.datatype) == 0)
-    fail("ARMCI_Acc", "argument 'dst' of a request from rank %d (0x%llx, %llu bytes) is not inside "
-                      "any ARMCI_Malloc region of rank %d",
-         source, static_cast<unsigned long long>(header.address), static_cast<unsigned long long>(header.bytes),
-         error_rank());
-  apply_acc_locked(memory_.own_control(), header.datatype, header.scale,
-                   region->local + (header.address - region->base), payload.data(), header.bytes, header.address);
-  parts_.messages.send_ack(source, parts_.acc_kind, header.token);
+  if (incoming::Problem p = incoming::parse_acc(
+          source, header, payload,
+          [this](std::uintptr_t address, std::size_t bytes) { return memory_.find_own(address, bytes); }, acc))
+    fail(p.call, "%s", p.message);
+  apply_acc_locked(memory_.own_control(), acc.datatype, acc.scale, acc.to, acc.data.data(), acc.data.size(),
+                   acc.address);
+  parts_.messages.send_ack(source, parts_.acc_kind, acc.token);
 }
 
 // Strided and vector calls choose by piece size. Every piece shares the

@@ -4,6 +4,7 @@
 
 #include "src/core/completion.hpp"
 #include "src/core/error.hpp"
+#include "src/core/incoming.hpp"
 #include "src/core/memory.hpp"
 #include "src/core/settings.hpp"
 #include "src/core/wire.hpp"
@@ -36,7 +37,11 @@ struct VectorMessages::OutgoingAnswer {
 
 VectorMessages::VectorMessages(Progress& progress, Messages& messages, const Memory& memory,
                                Completions& completions, const Settings& settings)
-    : progress_(progress), messages_(messages), memory_(memory), completions_(completions) {
+    : progress_(progress),
+      messages_(messages),
+      memory_(memory),
+      completions_(completions),
+      find_own_([this](std::uintptr_t address, std::size_t bytes) { return memory_.find_own(address, bytes); }) {
   if (progress_.has_network()) {
     const std::size_t room = progress_.capabilities().max_message;
     batch_limit_ = std::min(settings.aggregate_bytes, room > 1024 ? room - 256 : 768);
@@ -134,6 +139,10 @@ void VectorMessages::send(VectorBatch& batch, platform::Completion& completion) 
     payload = sent->payload;
   }
   progress_.with_network([&](platform::Network& net) {
+    if (kind == get_kind_)
+      awaited_.emplace(header.token, proc);
+    else
+      messages_.await_ack(proc, kind, header.token);
     net.send_message(proc, kind, std::as_bytes(std::span(&header, 1)), payload, completion);
   });
   batch.count = 0;
@@ -147,74 +156,63 @@ void VectorMessages::send_all(VectorBatches& batches, platform::Completion& comp
   batches.clear();
 }
 
-void VectorMessages::handle_put_or_acc(int source, bool is_acc, std::span<const std::byte> header_bytes,
+void VectorMessages::handle_put_or_acc(int source, bool is_acc, std::span<const std::byte> header,
                                        std::span<const std::byte> payload) {
-  const auto header = wire::read<wire::VectorHeader>(header_bytes.data());
-  const char* call = is_acc ? "ARMCI_AccS/AccV (vector message)" : "ARMCI_PutS/PutV (vector message)";
-  if (is_acc && acc_element_size(header.datatype) == 0)
-    fail(call, "a request from rank %d names Acc type %d, which is not an ARMCI type", source, header.datatype);
-  std::size_t at = 0;
-  for (std::uint32_t i = 0; i < header.count; ++i) {
-    if (at + sizeof(wire::PieceRecord) > payload.size())
-      fail(call, "a vector message from rank %d is truncated (%zu bytes)", source, payload.size());
-    const auto record = wire::read<wire::PieceRecord>(payload.data() + at);
-    at += sizeof record;
-    // The origin checked the range, but a target trusts only its own table.
-    const Region* region = memory_.find_own(record.address, record.length);
-    if (region == nullptr || at + record.length > payload.size())
-      fail(call, "argument 'dst' of a request from rank %d (0x%llx, %llu bytes) is not inside any "
-                 "ARMCI_Malloc region of rank %d",
-           source, static_cast<unsigned long long>(record.address), static_cast<unsigned long long>(record.length),
-           error_rank());
-    std::byte* to = region->local + (record.address - region->base);
+  const auto kind = is_acc ? incoming::VectorKind::acc : incoming::VectorKind::put;
+  incoming::Vector message;
+  // Checked whole before any piece is applied.
+  if (incoming::Problem p = incoming::parse_vector(kind, source, header, payload, find_own_, 0, message))
+    fail(p.call, "%s", p.message);
+  incoming::for_each_vector_piece(kind, payload, message.count, find_own_, [&](const incoming::VectorPiece& piece) {
     if (is_acc)
-      apply_acc_locked(memory_.own_control(), header.datatype, header.scale, to, payload.data() + at, record.length,
-                       record.address);
-    else
-      std::memcpy(to, payload.data() + at, record.length);
-    at += wire::padded(record.length);
-  }
-  messages_.send_ack(source, is_acc ? acc_kind_ : put_kind_, header.token);
+      apply_acc_locked(memory_.own_control(), message.datatype, message.scale, piece.at, piece.data.data(),
+                       piece.length, piece.address);
+    else if (piece.length != 0)
+      std::memcpy(piece.at, piece.data.data(), piece.length);
+  });
+  messages_.send_ack(source, is_acc ? acc_kind_ : put_kind_, message.token);
 }
 
-void VectorMessages::handle_get(int source, std::span<const std::byte> header_bytes,
-                                std::span<const std::byte> payload) {
-  const auto header = wire::read<wire::VectorHeader>(header_bytes.data());
+void VectorMessages::handle_get(int source, std::span<const std::byte> header, std::span<const std::byte> payload) {
+  incoming::Vector message;
+  // The answer is one message of the layer.
+  const std::size_t max_answer = progress_.capabilities().max_message - sizeof(wire::AckHeader);
+  if (incoming::Problem p =
+          incoming::parse_vector(incoming::VectorKind::get, source, header, payload, find_own_, max_answer, message))
+    fail(p.call, "%s", p.message);
   // Answers the network has finished sending give their memory back.
   while (!answers_.empty() && answers_.front()->sent.done()) answers_.pop_front();
   auto answer = std::make_unique<OutgoingAnswer>();
-  std::size_t total = 0;
-  for (std::uint32_t i = 0; i < header.count; ++i) {
-    if ((i + 1) * sizeof(wire::PieceRecord) > payload.size())
-      fail("ARMCI_GetS/GetV (vector message)", "a vector get from rank %d is truncated", source);
-    total += wire::read<wire::PieceRecord>(payload.data() + i * sizeof(wire::PieceRecord)).length;
-  }
-  answer->data.resize(total);
+  answer->data.resize(message.answer_bytes);
   std::size_t at = 0;
-  for (std::uint32_t i = 0; i < header.count; ++i) {
-    const auto record = wire::read<wire::PieceRecord>(payload.data() + i * sizeof(wire::PieceRecord));
-    const Region* region = memory_.find_own(record.address, record.length);
-    if (region == nullptr)
-      fail("ARMCI_GetS/GetV (vector message)",
-           "argument 'src' of a request from rank %d (0x%llx, %llu bytes) is not inside any ARMCI_Malloc region "
-           "of rank %d",
-           source, static_cast<unsigned long long>(record.address), static_cast<unsigned long long>(record.length),
-           error_rank());
-    std::memcpy(answer->data.data() + at, region->local + (record.address - region->base), record.length);
-    at += record.length;
-  }
-  wire::AckHeader reply{header.token, get_kind_};
+  incoming::for_each_vector_piece(incoming::VectorKind::get, payload, message.count, find_own_,
+                                  [&](const incoming::VectorPiece& piece) {
+                                    // (an empty answer has no data pointer to copy to)
+                                    if (piece.length != 0)
+                                      std::memcpy(answer->data.data() + at, piece.at, piece.length);
+                                    at += piece.length;
+                                  });
+  wire::AckHeader reply{message.token, get_kind_};
   progress_.network_locked().send_message(source, answer_kind_, std::as_bytes(std::span(&reply, 1)), answer->data,
                                           answer->sent);
   answers_.push_back(std::move(answer));
 }
 
-void VectorMessages::handle_answer(int source, std::span<const std::byte> header_bytes,
-                                   std::span<const std::byte> payload) {
-  const auto reply = wire::read<wire::AckHeader>(header_bytes.data());
+void VectorMessages::handle_answer(int source, std::span<const std::byte> header, std::span<const std::byte> payload) {
+  wire::AckHeader reply;
+  if (incoming::Problem p = incoming::parse_ack("ARMCI_GetS/GetV (vector answer)", source, header, reply))
+    fail(p.call, "%s", p.message);
+  // The token is a pointer of ours only if we sent it to this peer and it
+  // was not answered yet: anything else would be written through blindly.
+  auto found = awaited_.find(reply.token);
+  if (found == awaited_.end() || found->second != source)
+    fail("ARMCI_GetS/GetV (vector answer)", "rank %d answered a vector get (token 0x%llx) that was not sent to it",
+         source, static_cast<unsigned long long>(reply.token));
+  awaited_.erase(found);
   auto* answer = reinterpret_cast<PendingAnswer*>(reply.token);
   if (payload.size() != answer->bytes)
-    fail("ARMCI_GetS/GetV", "a vector get answer carries %zu bytes instead of %zu", payload.size(), answer->bytes);
+    fail("ARMCI_GetS/GetV", "a vector get answer from rank %d carries %zu bytes instead of %zu", source,
+         payload.size(), answer->bytes);
   std::size_t at = 0;
   for (const platform::LocalSegment& d : answer->destinations) {
     std::memcpy(d.address, payload.data() + at, d.length);

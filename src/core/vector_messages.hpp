@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <functional>
+#include <unordered_map>
 #include <memory>
 #include <span>
 #include <vector>
@@ -26,6 +28,7 @@ namespace armci {
 
 class Completions;
 class Memory;
+struct Region;
 struct Settings;
 
 // The pieces of one operation kind to one peer, collected for one message.
@@ -77,6 +80,9 @@ class VectorMessages {
   Completions& completions_;
   std::size_t batch_limit_ = 0;
   MessageKind put_kind_ = 0, acc_kind_ = 0, get_kind_ = 0, answer_kind_ = 0;
+  std::function<const Region*(std::uintptr_t, std::size_t)> find_own_;
+  // Vector gets sent and not answered: token -> peer (network mutex).
+  std::unordered_map<std::uint64_t, int> awaited_;
   // Answers to vector gets, kept until the network has sent them.
   std::deque<std::unique_ptr<OutgoingAnswer>> answers_;
 };

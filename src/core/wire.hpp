@@ -53,6 +53,14 @@ struct PieceRecord {
   std::uint64_t length;
 };
 
+// A piece of a collective message between nodes.
+struct CollectiveHeader {
+  std::uint8_t channel;
+  std::int32_t tag;
+  std::uint64_t total;     // bytes of the whole message
+  std::uint64_t sequence;  // per (channel, sender), from 1
+};
+
 constexpr std::size_t padded(std::size_t n) { return (n + 7) & ~std::size_t{7}; }
 
 // A record at any alignment (payloads come as bytes).

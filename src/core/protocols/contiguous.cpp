@@ -205,6 +205,7 @@ const Protocol net_message{
         // One count for the ack, on top of the send's own local completion.
         call.completion.pending.fetch_add(1, std::memory_order_relaxed);
         parts.progress.with_network([&](platform::Network& net) {
+          parts.messages.await_ack(proc, parts.acc_kind, header.token);
           net.send_message(proc, parts.acc_kind, std::as_bytes(std::span(&header, 1)),
                            std::span(bytes_in + done, piece), call.completion);
         });
