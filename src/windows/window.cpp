@@ -272,7 +272,12 @@ void Window::issue_queued(const char* call, int rank) {
   if (q.ops.empty()) return;
   const int proc = world(rank);
   platform::Completion& done = parts_.completions.implicit(proc);
-  const bool combine = parts_.reorder == WinReorder::combine;
+  // One small write alone gains nothing from a message the target's
+  // helper must apply: it goes as mode none would send it.
+  std::size_t small = 0;
+  if (parts_.reorder == WinReorder::combine)
+    for (const Deferred& d : q.ops) small += d.bytes <= parts_.combine_max ? 1 : 0;
+  const bool combine = small >= 2;
   // Aggregate mode: pieces up to ARMCI_AGGREGATE_PIECE_MAX to a network
   // peer join the vector message, larger ones and same-node peers go at once.
   const Mode mode = combine ? Mode::aggregate : Mode::nonblocking;
