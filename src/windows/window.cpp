@@ -237,23 +237,29 @@ std::uint64_t Window::write_kind(Op op, const AccArgs* acc, std::size_t bytes, b
 void Window::note_write(const char* call, int rank, std::uint64_t kind, std::uintptr_t remote, std::size_t extent) {
   WriteQueue& q = queues_[static_cast<std::size_t>(rank)];
   const std::uintptr_t end = remote + extent;
-  const bool empty = q.low >= q.high;
-  if (!empty && remote < q.high && q.low < end && (q.mixed || q.kind != kind)) {
-    // Overlapping writes of two kinds (a put over an acc, accs of two ops,
-    // a combined piece over a direct one) would not keep program order
-    // along two paths: what came first completes before this one is queued.
-    issue_queued(call, rank);
-    finish_ops(call, rank);
-    forget_span(rank);
-  } else if (!empty) {
-    q.mixed = q.mixed || q.kind != kind;
-    q.low = std::min(q.low, remote);
-    q.high = std::max(q.high, end);
+  for (const WriteQueue::Span& span : q.spans)
+    if (remote < span.high && span.low < end && (span.mixed || span.kind != kind)) {
+      // Overlapping writes of two kinds (a put over an acc, accs of two
+      // ops, a combined piece over a direct one) would not keep program
+      // order along two paths: what came first completes before this one.
+      issue_queued(call, rank);
+      finish_ops(call, rank);
+      q.spans.clear();
+      break;
+    }
+  for (WriteQueue::Span& span : q.spans)
+    if (span.kind == kind && !span.mixed && remote <= span.high && span.low <= end) {
+      span.low = std::min(span.low, remote);
+      span.high = std::max(span.high, end);
+      return;
+    }
+  if (q.spans.size() == kMaxSpans) {
+    WriteQueue::Span all{remote, end, kind, true};
+    for (const WriteQueue::Span& span : q.spans) all.low = std::min(all.low, span.low), all.high = std::max(all.high, span.high);
+    q.spans.assign(1, all);
     return;
   }
-  q.kind = kind;
-  q.low = remote;
-  q.high = end;
+  q.spans.push_back(WriteQueue::Span{remote, end, kind, false});
 }
 
 void Window::defer(const char* call, Op op, const AccArgs* acc, const void* local, std::size_t bytes, int rank,

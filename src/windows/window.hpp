@@ -139,11 +139,17 @@ class Window {
   struct WriteQueue {
     std::vector<Deferred> ops;
     // Everything written to the target since its last completion (queued
-    // or issued): the span and its kind, for the overlap rule.
-    std::uintptr_t low = UINTPTR_MAX, high = 0;
-    std::uint64_t kind = 0;
-    bool mixed = false;  // writes of more than one kind in [low, high)
+    // or issued), for the overlap rule: a few spans of one kind each
+    // (touching writes of a kind merge); past kMaxSpans they fold into one
+    // span of mixed kind, which only makes the rule more cautious.
+    struct Span {
+      std::uintptr_t low, high;
+      std::uint64_t kind;
+      bool mixed;
+    };
+    std::vector<Span> spans;
   };
+  static constexpr std::size_t kMaxSpans = 16;
   std::uint64_t write_kind(Op op, const AccArgs* acc, std::size_t bytes, bool strided) const;
   // A write enters the target's span; a conflict first completes what is there.
   void note_write(const char* call, int rank, std::uint64_t kind, std::uintptr_t remote, std::size_t extent);
@@ -159,10 +165,7 @@ class Window {
   void close_all_queues(const char* call) {
     for (int r = 0; r < size(); ++r) close_queue(call, r);
   }
-  void forget_span(int rank) {
-    WriteQueue& q = queues_[static_cast<std::size_t>(rank)];
-    q.low = UINTPTR_MAX, q.high = 0, q.kind = 0, q.mixed = false;
-  }
+  void forget_span(int rank) { queues_[static_cast<std::size_t>(rank)].spans.clear(); }
 
   void acquire(const char* call, int rank, bool exclusive);
   void release(const char* call, int rank, WinLock held);
