@@ -16,6 +16,7 @@
 #   NPS             process counts (default "2 4")
 #   TRANSPORTS      any of shm ucx ucx-tcp (default all three)
 #   MODES           reordering modes (default "none gets-first combine")
+#   CELLS           win_bench --cells (default epoch16,lock_put_unlock_x,fence_put)
 #   MPIRUN, MPIRUN_FLAGS, RESULTS_DIR, NO_MAKE: as benchmarks/compare_win.sh
 # Output: a table of the median over the runs of each run's median (and the
 # lowest and highest run median), the ratio to mode none (< 1: faster),
@@ -27,7 +28,7 @@ bench_make win_bench
 b=$build_dir/benchmarks
 read -r -a modes <<< "${MODES:-none gets-first combine}"
 rounds=${RUNS:-3}
-cells="epoch16,lock_put_unlock_x,fence_put"
+cells=${CELLS:-epoch16,lock_put_unlock_x,fence_put}
 
 transport_env() {
   case $1 in
