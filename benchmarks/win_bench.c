@@ -15,12 +15,16 @@
  *                       into their own slot, unlock (k = 1..np; the time
  *                       per epoch of one locker, all finishing)
  *   halo_<size>         put <size> to both neighbours + fence
+ *   epoch16_lock        lock exclusive + 16 puts of 8 B, then 16 gets of 8 B
+ *                       + unlock (what ARMCI_WIN_REORDER reorders)
+ *   epoch16_fence       the same 16 + 16 between two fences
  * Samples of the two alternate (which goes first alternates too); each is a
  * calibrated number of back-to-back epochs between two MPI_Barriers, timed
  * on rank 0. Each cell is checked once before timing: the value written
  * must be in the neighbour's window.
  *
- * libarmci only (ARMCI-MPI has no windows API). Options: see --help.
+ * libarmci only (ARMCI-MPI has no windows API). Options: see --help;
+ * --cells PREFIX,... runs only the cells whose names start so.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -29,9 +33,16 @@
 #include "armci_win.h"
 #include "harness.h"
 
-enum op { OP_LPU_X, OP_LPU_S, OP_LU, OP_FENCE_EMPTY, OP_FENCE_PUT, OP_PSCW, OP_LPU_SIZE, OP_CONTEND, OP_HALO };
-static const char *op_names[] = {"lock_put_unlock_x", "lock_put_unlock_s", "lock_unlock",
-                                 "fence_empty",       "fence_put",         "pscw_ring"};
+enum op { OP_LPU_X, OP_LPU_S, OP_LU, OP_FENCE_EMPTY, OP_FENCE_PUT, OP_PSCW, OP_LPU_SIZE, OP_CONTEND, OP_HALO,
+          OP_E16_LOCK, OP_E16_FENCE };
+static const char *op_names[] = {"lock_put_unlock_x", "lock_put_unlock_s", "lock_unlock", "fence_empty",
+                                 "fence_put",         "pscw_ring",         NULL,          NULL,
+                                 NULL,                "epoch16_lock",      "epoch16_fence"};
+/* epoch16: puts into the first 16 words, gets from 16 words at the end of
+ * the window that nothing writes. */
+enum { E16 = 16 };
+static size_t e16_gets;
+static long e16_got[E16];
 enum { MAX_PUT = 1 << 20, MAX_HALO = 1 << 16, MAX_CELLS = 64 };
 /* The window: [0, MAX_PUT) the lock cells' target, then one slot of 8 B
  * per rank (contention), then two halo slots. */
@@ -41,7 +52,7 @@ enum impl { IMPL_ARMCI, IMPL_MPI, NIMPLS };
 
 static int reps = 9, warmup = 1;
 static double sample_s = 0.02;
-static const char *csv_path;
+static const char *csv_path, *only_cells;
 static int np, left, right;
 
 static ARMCI_Win awin;
@@ -62,6 +73,17 @@ struct cell {
 static struct cell cells[MAX_CELLS];
 static int ncells;
 
+/* --cells: a comma list of name prefixes (NULL: every cell). */
+static int cell_wanted(const char *name) {
+  if (only_cells == NULL) return 1;
+  for (const char *p = only_cells; *p;) {
+    size_t n = strcspn(p, ",");
+    if (n > 0 && strncmp(name, p, n) == 0) return 1;
+    p += n + (p[n] == ',');
+  }
+  return 0;
+}
+
 static void add_cell(enum op op, size_t bytes, int lockers) {
   struct cell *c = &cells[ncells++];
   c->op = op;
@@ -76,6 +98,7 @@ static void add_cell(enum op op, size_t bytes, int lockers) {
     snprintf(c->name, sizeof c->name, "contend_%d", lockers);
   else
     snprintf(c->name, sizeof c->name, "%s", op_names[op]);
+  if (!cell_wanted(c->name)) ncells--;
 }
 
 static void armci_epoch(const struct cell *c, long value) {
@@ -113,6 +136,16 @@ static void armci_epoch(const struct cell *c, long value) {
     case OP_FENCE_PUT:
       ARMCI_Win_put(&value, sizeof value, right, 0, awin);
       ARMCI_Win_fence(0, awin);
+      break;
+    case OP_E16_LOCK:
+    case OP_E16_FENCE:
+      if (op == OP_E16_LOCK) ARMCI_Win_lock(ARMCI_WIN_LOCK_EXCLUSIVE, right, 0, awin);
+      for (int j = 0; j < E16; j++) ARMCI_Win_put(&value, sizeof value, right, 8 * (size_t)j, awin);
+      for (int j = 0; j < E16; j++) ARMCI_Win_get(&e16_got[j], sizeof(long), right, e16_gets + 8 * (size_t)j, awin);
+      if (op == OP_E16_LOCK)
+        ARMCI_Win_unlock(right, awin);
+      else
+        ARMCI_Win_fence(0, awin);
       break;
     case OP_PSCW:
       ARMCI_Win_post(&agroups[0], 0, awin);
@@ -162,6 +195,16 @@ static void mpi_epoch(const struct cell *c, long value) {
       MPI_Put(&value, 1, MPI_LONG, right, 0, 1, MPI_LONG, mwin);
       MPI_Win_fence(0, mwin);
       break;
+    case OP_E16_LOCK:
+    case OP_E16_FENCE:
+      if (op == OP_E16_LOCK) MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, mwin);
+      for (int j = 0; j < E16; j++) MPI_Put(&value, 1, MPI_LONG, right, 8 * j, 1, MPI_LONG, mwin);
+      for (int j = 0; j < E16; j++) MPI_Get(&e16_got[j], 1, MPI_LONG, right, (MPI_Aint)(e16_gets + 8 * (size_t)j), 1, MPI_LONG, mwin);
+      if (op == OP_E16_LOCK)
+        MPI_Win_unlock(right, mwin);
+      else
+        MPI_Win_fence(0, mwin);
+      break;
     case OP_PSCW:
       MPI_Win_post(mgroups[0], 0, mwin);
       MPI_Win_start(mgroups[1], 0, mwin);
@@ -175,7 +218,7 @@ static void mpi_epoch(const struct cell *c, long value) {
 
 /* Fence cells run inside an open fence epoch; the others outside one. */
 static void open_epochs(enum op op, int open) {
-  const int fence = op == OP_FENCE_EMPTY || op == OP_FENCE_PUT || op == OP_HALO;
+  const int fence = op == OP_FENCE_EMPTY || op == OP_FENCE_PUT || op == OP_HALO || op == OP_E16_FENCE;
   if (!fence) return;
   ARMCI_Win_fence(open ? 0 : ARMCI_WIN_MODE_NOSUCCEED, awin);
   MPI_Win_fence(open ? 0 : MPI_MODE_NOSUCCEED, mwin);
@@ -232,6 +275,16 @@ static int cell_holds(const struct cell *c, const unsigned char *base, const cha
       memcpy(&v, base + halo_offset, sizeof v);
       *what = "halo from the left";
       break;
+    case OP_E16_LOCK:
+    case OP_E16_FENCE:
+      for (int j = 0; j < E16; j++) {
+        memcpy(&v, base + 8 * (size_t)j, sizeof v);
+        if (v != cell_value(c, left)) {
+          *what = "one of the 16 puts from the left", *got = v, *want = cell_value(c, left);
+          return 0;
+        }
+      }
+      break;
     default:
       memcpy(&v, base, sizeof v);
       *what = "value from the left";
@@ -245,11 +298,26 @@ static int cell_holds(const struct cell *c, const unsigned char *base, const cha
  * this rank's window (written by the neighbours or the lockers). */
 static void check_cell(const struct cell *c) {
   if (c->op == OP_LU || c->op == OP_FENCE_EMPTY) return;
-  const int fence = c->op == OP_FENCE_PUT || c->op == OP_HALO;
+  const int fence = c->op == OP_FENCE_PUT || c->op == OP_HALO || c->op == OP_E16_FENCE;
+  const int e16 = c->op == OP_E16_LOCK || c->op == OP_E16_FENCE;
   MPI_Barrier(MPI_COMM_WORLD);
-  armci_epoch(c, cell_value(c, me));
-  mpi_epoch(c, cell_value(c, me));
-  if (fence) {
+  /* The gets read words nobody writes (0xff bytes): -1 once complete. */
+  for (int impl = 0; impl < NIMPLS; impl++) {
+    if (e16) memset(e16_got, 0, sizeof e16_got);
+    if (impl == IMPL_ARMCI)
+      armci_epoch(c, cell_value(c, me));
+    else
+      mpi_epoch(c, cell_value(c, me));
+    if (e16 && fence) {
+      if (impl == IMPL_ARMCI)
+        ARMCI_Win_fence(0, awin);
+      else
+        MPI_Win_fence(0, mwin);
+    }
+    for (int j = 0; e16 && j < E16; j++)
+      if (e16_got[j] != -1) die("%s (%s): get %d read %ld, expected -1", c->name, impl == IMPL_ARMCI ? "armci" : "mpi", j, e16_got[j]);
+  }
+  if (fence && !e16) {
     ARMCI_Win_fence(0, awin);
     MPI_Win_fence(0, mwin);
   }
@@ -306,6 +374,8 @@ int main(int argc, char **argv) {
       BENCH_OPT_SAMPLE_MS('t', &sample_s, NULL),
       BENCH_OPT_WARMUP(&warmup),
       BENCH_OPT_CSV('c', &csv_path),
+      {0, "cells", OPT_STRING, &only_cells, 0, 0, "PREFIXES",
+       "run only the cells whose names start with one of these (comma list)", NULL, NULL, 0, NULL},
       BENCH_OPT_END,
   };
   bench_parse(argc, argv, opts,
@@ -318,7 +388,8 @@ int main(int argc, char **argv) {
 
   slot_offset = MAX_PUT;
   halo_offset = slot_offset + 8 * (size_t)np;
-  win_bytes = halo_offset + 2 * MAX_HALO;
+  e16_gets = halo_offset + 2 * MAX_HALO;
+  win_bytes = e16_gets + 8 * E16;
   payload = calloc(MAX_PUT, 1);
   if (payload == NULL) die("out of memory");
   BENCH_CHECK(ARMCI_Win_allocate(win_bytes, 1, NULL, (void **)&abase, &awin), "ARMCI_Win_allocate");
@@ -338,10 +409,14 @@ int main(int argc, char **argv) {
   MPI_Group_incl(world, 1, &left, &mgroups[0]);
   MPI_Group_incl(world, 1, &right, &mgroups[1]);
   for (int k = OP_LPU_X; k <= OP_PSCW; k++) add_cell((enum op)k, 8, 0);
-  for (size_t bytes = 8; bytes <= MAX_PUT; bytes *= 8) add_cell(OP_LPU_SIZE, bytes, 0);
-  if (cells[ncells - 1].bytes != MAX_PUT) add_cell(OP_LPU_SIZE, MAX_PUT, 0);
+  size_t last = 0;
+  for (size_t bytes = 8; bytes <= MAX_PUT; bytes *= 8) add_cell(OP_LPU_SIZE, last = bytes, 0);
+  if (last != MAX_PUT) add_cell(OP_LPU_SIZE, MAX_PUT, 0);
   for (int k = 1; k <= np; k++) add_cell(OP_CONTEND, 8, k);
   for (size_t bytes = 8; bytes <= MAX_HALO; bytes *= 64) add_cell(OP_HALO, bytes, 0);
+  add_cell(OP_E16_LOCK, 8, 0);
+  add_cell(OP_E16_FENCE, 8, 0);
+  if (ncells == 0) die("--cells %s: no cell's name starts so", only_cells);
 
   const struct bench_table table = BENCH_TABLE(cols);
   if (me == 0) {

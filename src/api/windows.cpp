@@ -49,8 +49,12 @@ armci::Group& window_group(const char* call, armci::Runtime& r, ARMCI_Group* gro
 }
 
 armci::WindowParts parts_of(armci::Runtime& r) {
-  return armci::WindowParts{r.peers(), r.memory(), r.progress(), r.completion(), r.transfers(), r.sync(),
-                            r.groups(), r.collectives(), r.settings().win_sync_timeout_s};
+  return armci::WindowParts{r.peers(),       r.memory(),
+                            r.progress(),    r.completion(),
+                            r.transfers(),   r.sync(),
+                            r.groups(),      r.collectives(),
+                            r.vector_messages(), r.settings().win_sync_timeout_s,
+                            r.settings().win_reorder, r.settings().aggregate_piece_max};
 }
 
 int make_window(const char* call, void* base, std::size_t bytes, int disp_unit, ARMCI_Group* group, ARMCI_Win* win,

@@ -3,6 +3,7 @@
 
 #include <complex>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 
 #include "include/armci.h"
@@ -133,7 +134,26 @@ inline void accumulate(int datatype, const AccScale& scale, void* dst, const voi
                        std::size_t bytes) {
   const std::size_t count = bytes / acc_element_size(datatype);
   if (acc_op(datatype) != AccOp::sum) {
-    combine_for(reduce_element_type(acc_base_type(datatype)), reduce_op(acc_op(datatype)))(dst, src, count);
+    const CombineFunction combine = combine_for(reduce_element_type(acc_base_type(datatype)), reduce_op(acc_op(datatype)));
+    // The collectives' kernels load whole elements, but an Acc message's
+    // payload can sit at a 4-byte offset (UCX's active messages; UBSan
+    // caught it) and a user's buffer anywhere: stage those through aligned
+    // buffers.
+    const std::size_t element = acc_element_size(datatype);
+    const std::size_t align = element < 8 ? element : 8;
+    if ((reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src)) % align == 0) {
+      combine(dst, src, count);
+      return;
+    }
+    constexpr std::size_t kStage = 4096;  // a multiple of every element size
+    alignas(16) unsigned char into[kStage], from[kStage];
+    for (std::size_t done = 0; done < bytes; done += kStage) {
+      const std::size_t n = bytes - done < kStage ? bytes - done : kStage;
+      std::memcpy(into, static_cast<unsigned char*>(dst) + done, n);
+      std::memcpy(from, static_cast<const unsigned char*>(src) + done, n);
+      combine(into, from, n / element);
+      std::memcpy(static_cast<unsigned char*>(dst) + done, into, n);
+    }
     return;
   }
   switch (datatype) {

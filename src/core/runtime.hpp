@@ -59,6 +59,7 @@ class Runtime {
   Memory& memory() { return *memory_; }
   Completions& completion() { return *completions_; }
   Transfers& transfers() { return *transfers_; }
+  VectorMessages& vector_messages() { return *vector_messages_; }
   Sync& sync() { return *sync_; }
   Collectives& collectives() { return *collectives_; }
   Groups& groups() { return *groups_; }

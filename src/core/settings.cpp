@@ -126,6 +126,12 @@ const Entry kEntries[] = {
      }},
     number<FIELD(max_pending), 1>("ARMCI_MAX_PENDING"),
     number<FIELD(win_sync_timeout_s), 0>("ARMCI_WIN_SYNC_TIMEOUT"),
+    {"ARMCI_WIN_REORDER",
+     [](Settings& s, const char* n, const char* text) {
+       s.win_reorder = parse_choice(n, text, {"none", "gets-first", "combine"},
+                                    {WinReorder::none, WinReorder::gets_first, WinReorder::combine});
+     },
+     [](const Settings& s) -> std::string { return to_string(s.win_reorder); }},
     number<FIELD(heartbeat_ms), 0, 3600000>("ARMCI_HEARTBEAT_MS"),
     number<FIELD(heartbeat_timeout_ms), 1, 86400000>("ARMCI_HEARTBEAT_TIMEOUT_MS"),
     number<FIELD(aggregate_bytes), 1024>("ARMCI_AGGREGATE_BYTES"),
@@ -212,6 +218,15 @@ const char* to_string(ProtocolChoice choice) {
     case ProtocolChoice::direct: return "direct";
     case ProtocolChoice::buffered: return "buffered";
     case ProtocolChoice::host: return "host";
+  }
+  return "?";
+}
+
+const char* to_string(WinReorder reorder) {
+  switch (reorder) {
+    case WinReorder::none: return "none";
+    case WinReorder::gets_first: return "gets-first";
+    case WinReorder::combine: return "combine";
   }
   return "?";
 }

@@ -18,6 +18,11 @@ enum class HelperMode { block, spin, none };
 // ARMCI_PROTOCOL (contiguous; no host) and ARMCI_STRIDED_PROTOCOL: one
 // family of protocols forced, or the selection table's choice by size.
 enum class ProtocolChoice { automatic, direct, buffered, host };
+// ARMCI_WIN_REORDER: what a window does with the puts and accs of an epoch
+// (src/windows/window.hpp): issue them at once, hold them until the
+// closing synchronisation behind the epoch's gets, or also combine the
+// small ones to a target into one vector message.
+enum class WinReorder { none, gets_first, combine };
 
 // ARMCI_HELPER_CPU's words: keep the helper off the application's CPU where
 // the process may use another (auto), or leave its placement alone (none).
@@ -58,6 +63,7 @@ struct Settings {
   std::size_t malloc_keep = 64 * 1024 * 1024;
   bool return_on_peer_failure = false;              // ARMCI_ON_PEER_FAILURE=return (abort: false)
   long win_sync_timeout_s = 60;                      // ARMCI_WIN_SYNC_TIMEOUT: PSCW waits (0: none)
+  WinReorder win_reorder = WinReorder::none;         // ARMCI_WIN_REORDER
   // ARMCI_HEARTBEAT_MS (0: off), ARMCI_HEARTBEAT_TIMEOUT_MS: between hosts
   // (src/core/heartbeat.hpp). Five seconds of silence stays clear of the
   // stalls of an emulated guest on a loaded machine yet reports a lost host
@@ -86,5 +92,6 @@ struct Settings {
 const char* to_string(NetworkChoice choice);
 const char* to_string(HelperMode mode);
 const char* to_string(ProtocolChoice choice);
+const char* to_string(WinReorder reorder);
 
 }  // namespace armci

@@ -19,6 +19,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -105,6 +106,7 @@ Window::Window(const char* call, WindowParts parts, const Group& group, void* ba
   starts_.assign(static_cast<std::size_t>(n), 0);
   completes_.assign(static_cast<std::size_t>(n), 0);
   posts_.assign(static_cast<std::size_t>(n), 0);
+  queues_.resize(static_cast<std::size_t>(n));
 }
 
 Window::~Window() {
@@ -116,6 +118,7 @@ void Window::free(const char* call) {
     fail(call, "argument 'win': this rank still holds a lock on the window (unlock it first)");
   if (!access_group_.empty()) fail(call, "argument 'win': an access epoch (ARMCI_Win_start) is still open");
   if (posted_) fail(call, "argument 'win': an exposure epoch (ARMCI_Win_post) is still open");
+  close_all_queues(call);  // a fence epoch left open: its writes still land
   parts_.completions.all_fence();
   const Memory::Members members = parts_.groups.allocation_members(group_);
   if (allocated_any_) {
@@ -167,6 +170,14 @@ void Window::contiguous(const char* call, Op op, const AccArgs* acc, const void*
   const int proc = world(rank);
   auto* remote_ptr = reinterpret_cast<void*>(remote);
   void* local_ptr = const_cast<void*>(local);
+  if (op != Op::get) {
+    if (parts_.reorder != WinReorder::none) {
+      defer(call, op, acc, local, bytes, rank, remote);
+      note_issued(rank);
+      return;
+    }
+    note_write(call, rank, write_kind(op, acc, bytes, false), remote, bytes);
+  }
   platform::Completion& done = parts_.completions.implicit(proc);
   const Call c{call, op, Mode::nonblocking, proc, acc, done, nullptr};
   note_issued(rank);
@@ -194,6 +205,12 @@ void Window::strided(const char* call, Op op, const AccArgs* acc, void* local, c
   if (acc != nullptr && shape.piece_bytes % static_cast<std::int64_t>(acc_element_size(acc->datatype)) != 0)
     fail(call, "argument 'count' (count[0] = %lld bytes) is not a whole number of %zu-byte elements",
          static_cast<long long>(shape.piece_bytes), acc_element_size(acc->datatype));
+  if (!get) {
+    // Not queued (the caller's stride arrays are not ours to keep), but
+    // after the writes queued before it, as in program order.
+    note_write(call, rank, write_kind(op, acc, 0, true), remote, remote_extent);
+    issue_queued(call, rank);
+  }
   const int proc = world(rank);
   auto* remote_ptr = reinterpret_cast<void*>(remote);
   platform::Completion& done = parts_.completions.implicit(proc);
@@ -204,6 +221,82 @@ void Window::strided(const char* call, Op op, const AccArgs* acc, void* local, c
   else
     parts_.transfers.strided(c, local, local_stride, remote_ptr, remote_stride, count, levels);
   parts_.completions.limit_implicit(proc);
+}
+
+// ------------------------------------------------------------------ reordering
+
+std::uint64_t Window::write_kind(Op op, const AccArgs* acc, std::size_t bytes, bool strided) const {
+  // The path a write takes: combined into a vector message, contiguous on
+  // its own, strided. Two paths are not ordered with each other.
+  const std::uint64_t path =
+      strided ? 2 : parts_.reorder == WinReorder::combine && bytes <= parts_.combine_max ? 0 : 1;
+  const auto datatype = static_cast<std::uint32_t>(acc != nullptr ? acc->datatype : 0);
+  return static_cast<std::uint64_t>(op) | path << 8 | std::uint64_t{datatype} << 32;
+}
+
+void Window::note_write(const char* call, int rank, std::uint64_t kind, std::uintptr_t remote, std::size_t extent) {
+  WriteQueue& q = queues_[static_cast<std::size_t>(rank)];
+  const std::uintptr_t end = remote + extent;
+  for (const WriteQueue::Span& span : q.spans)
+    if (remote < span.high && span.low < end && (span.mixed || span.kind != kind)) {
+      // Overlapping writes of two kinds (a put over an acc, accs of two
+      // ops, a combined piece over a direct one) would not keep program
+      // order along two paths: what came first completes before this one.
+      issue_queued(call, rank);
+      finish_ops(call, rank);
+      q.spans.clear();
+      break;
+    }
+  for (WriteQueue::Span& span : q.spans)
+    if (span.kind == kind && !span.mixed && remote <= span.high && span.low <= end) {
+      span.low = std::min(span.low, remote);
+      span.high = std::max(span.high, end);
+      return;
+    }
+  if (q.spans.size() == kMaxSpans) {
+    WriteQueue::Span all{remote, end, kind, true};
+    for (const WriteQueue::Span& span : q.spans) all.low = std::min(all.low, span.low), all.high = std::max(all.high, span.high);
+    q.spans.assign(1, all);
+    return;
+  }
+  q.spans.push_back(WriteQueue::Span{remote, end, kind, false});
+}
+
+void Window::defer(const char* call, Op op, const AccArgs* acc, const void* local, std::size_t bytes, int rank,
+                   std::uintptr_t remote) {
+  note_write(call, rank, write_kind(op, acc, bytes, false), remote, bytes);
+  WriteQueue& q = queues_[static_cast<std::size_t>(rank)];
+  q.ops.push_back(Deferred{op, acc != nullptr, acc != nullptr ? *acc : AccArgs{}, local, bytes, remote});
+  // A bounded queue: past this many the writes leave early, so a long
+  // epoch neither grows memory nor stalls its close on one huge batch.
+  constexpr std::size_t kMaxQueued = 1024;
+  if (q.ops.size() >= kMaxQueued) issue_queued(call, rank);
+}
+
+void Window::issue_queued(const char* call, int rank) {
+  WriteQueue& q = queues_[static_cast<std::size_t>(rank)];
+  if (q.ops.empty()) return;
+  const int proc = world(rank);
+  platform::Completion& done = parts_.completions.implicit(proc);
+  // One small write alone gains nothing from a message the target's
+  // helper must apply: it goes as mode none would send it.
+  std::size_t small = 0;
+  if (parts_.reorder == WinReorder::combine)
+    for (const Deferred& d : q.ops) small += d.bytes <= parts_.combine_max ? 1 : 0;
+  const bool combine = small >= 2;
+  // Aggregate mode: pieces up to ARMCI_AGGREGATE_PIECE_MAX to a network
+  // peer join the vector message, larger ones and same-node peers go at once.
+  const Mode mode = combine ? Mode::aggregate : Mode::nonblocking;
+  for (const Deferred& d : q.ops) {
+    const Call c{call, d.op, mode, proc, d.has_acc ? &d.acc : nullptr, done, combine ? &batches_ : nullptr};
+    parts_.transfers.contiguous(c, d.src, reinterpret_cast<void*>(d.remote), d.bytes);
+    if (!combine) parts_.completions.limit_implicit(proc);
+  }
+  if (combine) {
+    parts_.vector_messages.send_all(batches_, done);
+    parts_.completions.limit_implicit(proc);
+  }
+  q.ops.clear();
 }
 
 void Window::finish_ops(const char* call, int rank) {
@@ -287,6 +380,7 @@ void Window::unlock(const char* call, int rank) {
   if (held == WinLock::none)
     fail(call, "argument 'rank' (%d): this rank holds no lock on that target (ARMCI_Win_lock was not called%s)",
          rank, lock_all_ ? "; use ARMCI_Win_unlock_all after ARMCI_Win_lock_all" : "");
+  close_queue(call, rank);
   if (held == WinLock::nocheck) {
     finish_ops(call, rank);
   } else {
@@ -314,6 +408,7 @@ void Window::lock_all(const char* call, int assert) {
 
 void Window::unlock_all(const char* call) {
   if (!lock_all_) fail(call, "argument 'win': this rank holds no ARMCI_Win_lock_all on the window");
+  close_all_queues(call);
   if (lock_all_nocheck_) {
     finish_all_ops(call);
   } else {
@@ -329,12 +424,14 @@ void Window::unlock_all(const char* call) {
 void Window::flush(const char* call, int rank) {
   if (locks_[static_cast<std::size_t>(rank)] == WinLock::none && !lock_all_)
     fail(call, "argument 'rank' (%d): no passive-target epoch (ARMCI_Win_lock) to this target is open", rank);
+  close_queue(call, rank);
   finish_ops(call, rank);
 }
 
 void Window::flush_all(const char* call) {
   if (locks_held_ == 0 && !lock_all_)
     fail(call, "argument 'win': no passive-target epoch (ARMCI_Win_lock or _lock_all) is open");
+  close_all_queues(call);
   finish_all_ops(call);
 }
 
@@ -347,6 +444,8 @@ void Window::fence(const char* call, int assert) {
     fail(call, "argument 'win': a PSCW epoch (ARMCI_Win_start or _post) is open; close it first");
   // NOPRECEDE and NOSUCCEED together: nothing before and nothing after, so
   // no other rank can be affected by when this one passes.
+  // Even under NOPRECEDE: a queued write is never dropped.
+  close_all_queues(call);
   const bool nothing_around = (assert & kNoPrecede) && (assert & kNoSucceed);
   if (nothing_around) {
     fence_open_ = false;
@@ -440,6 +539,7 @@ void Window::complete(const char* call) {
   const int me = group_.my_rank;
   for (int t : access_group_) {
     if (t < 0) continue;
+    close_queue(call, t);
     // Ordered after the operations: the count cannot overtake what it announces.
     order_ops_before_next(call, t);
     parts_.sync.store64(call, word(t, completed_offset(me)), ++completes_[static_cast<std::size_t>(t)]);

@@ -17,6 +17,17 @@
 // Every word of the last two has one writer, so a store (or a put) does,
 // and the counts only grow, so the reader waits for "at least".
 //
+// Reordering inside an epoch (ARMCI_WIN_REORDER): MPI-2 gives no order to
+// the operations of one epoch, so gets start at once while puts and accs
+// wait in their target's queue until the synchronisation that closes the
+// epoch (unlock, flush, fence, complete), which issues them after the gets
+// (gets-first), or with the small ones to a target packed into one vector
+// message (combine). What MPI does order is kept: writes leave in program
+// order, and in every mode (none too: a put and an acc travel different
+// paths) a write that overlaps earlier ones of another kind (put against
+// acc, two acc ops or types, a small combined piece against a large direct
+// one, strided against contiguous) first completes them.
+//
 // Owns: its control allocation and (allocate) its memory.
 // Called by: the API (src/api/windows.cpp), after argument checks.
 #pragma once
@@ -27,6 +38,7 @@
 #include <vector>
 
 #include "src/core/groups.hpp"
+#include "src/core/settings.hpp"
 #include "src/core/strided.hpp"
 #include "src/core/sync.hpp"
 #include "src/core/transfers.hpp"
@@ -45,7 +57,10 @@ struct WindowParts {
   Sync& sync;
   Groups& groups;
   Collectives& collectives;
+  VectorMessages& vector_messages;
   long sync_timeout_seconds;            // ARMCI_WIN_SYNC_TIMEOUT (0: wait for ever)
+  WinReorder reorder;                   // ARMCI_WIN_REORDER
+  std::size_t combine_max;              // ARMCI_AGGREGATE_PIECE_MAX: combined writes up to here
 };
 
 enum class WinLock : std::uint8_t { none, shared, exclusive, nocheck };
@@ -112,6 +127,46 @@ class Window {
     issued_[static_cast<std::size_t>(rank)] = 1;
     any_issued_ = true;
   }
+  // Reordering (see the top): a write held until the epoch closes.
+  struct Deferred {
+    Op op;
+    bool has_acc;
+    AccArgs acc;
+    const void* src;  // the caller's buffer: MPI's rule keeps it untouched until the epoch closes
+    std::size_t bytes;
+    std::uintptr_t remote;
+  };
+  struct WriteQueue {
+    std::vector<Deferred> ops;
+    // Everything written to the target since its last completion (queued
+    // or issued), for the overlap rule: a few spans of one kind each
+    // (touching writes of a kind merge); past kMaxSpans they fold into one
+    // span of mixed kind, which only makes the rule more cautious.
+    struct Span {
+      std::uintptr_t low, high;
+      std::uint64_t kind;
+      bool mixed;
+    };
+    std::vector<Span> spans;
+  };
+  static constexpr std::size_t kMaxSpans = 16;
+  std::uint64_t write_kind(Op op, const AccArgs* acc, std::size_t bytes, bool strided) const;
+  // A write enters the target's span; a conflict first completes what is there.
+  void note_write(const char* call, int rank, std::uint64_t kind, std::uintptr_t remote, std::size_t extent);
+  void defer(const char* call, Op op, const AccArgs* acc, const void* local, std::size_t bytes, int rank,
+             std::uintptr_t remote);
+  // Issues the target's queue in program order (its span stays until completion).
+  void issue_queued(const char* call, int rank);
+  // Closing synchronisation: the queue leaves, and what follows completes it.
+  void close_queue(const char* call, int rank) {
+    issue_queued(call, rank);
+    forget_span(rank);
+  }
+  void close_all_queues(const char* call) {
+    for (int r = 0; r < size(); ++r) close_queue(call, r);
+  }
+  void forget_span(int rank) { queues_[static_cast<std::size_t>(rank)].spans.clear(); }
+
   void acquire(const char* call, int rank, bool exclusive);
   void release(const char* call, int rank, WinLock held);
   // The lock word's atomics: CPU ones when cpu_locks_, Sync's otherwise.
@@ -149,6 +204,8 @@ class Window {
   // that issued none closes without a network flush).
   std::vector<std::uint8_t> issued_;
   bool any_issued_ = false;
+  std::vector<WriteQueue> queues_;  // per target (reordering)
+  VectorBatches batches_;           // combine: the vector messages being filled
   int locks_held_ = 0;
   bool lock_all_ = false;
   bool lock_all_nocheck_ = false;

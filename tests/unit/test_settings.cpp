@@ -95,5 +95,23 @@ TEST(Settings, PeerFailurePolicyReturn) {
   EXPECT_TRUE(Settings::from_environment().return_on_peer_failure);
 }
 
+TEST(Settings, WindowReorderingChoices) {
+  EXPECT_EQ(Settings::from_environment().win_reorder, WinReorder::none);
+  {
+    ScopedVariable mode("ARMCI_WIN_REORDER", "gets-first");
+    EXPECT_EQ(Settings::from_environment().win_reorder, WinReorder::gets_first);
+  }
+  ScopedVariable mode("ARMCI_WIN_REORDER", "combine");
+  const Settings s = Settings::from_environment();
+  EXPECT_EQ(s.win_reorder, WinReorder::combine);
+  EXPECT_EQ(row(s.rows(), "ARMCI_WIN_REORDER")->value, "combine");
+}
+
+TEST(SettingsDeathTest, UnknownWindowReorderingIsRefused) {
+  ScopedVariable bad("ARMCI_WIN_REORDER", "gets_first");
+  EXPECT_EXIT(Settings::from_environment(), ::testing::ExitedWithCode(1),
+              "setting ARMCI_WIN_REORDER='gets_first' is not one of none, gets-first, combine");
+}
+
 }  // namespace
 }  // namespace armci
