@@ -151,9 +151,10 @@ void Runtime::start_up() {
   messages_ = std::make_unique<Messages>(*progress_, size);
   memory_ = std::make_unique<Memory>(
       *peers_, *progress_, [this](std::span<const std::byte> mine) { return bootstrap_->allgather(mine); },
-      segment_names::job_tag(bootstrap_->job_id()), std::move(pids), malloc_keep_bytes());
+      segment_names::job_tag(bootstrap_->job_id()), std::move(pids), malloc_keep_bytes(),
+      settings_.shm_fallback);
   set_peer_death_hook([this](int dead) { memory_->forget_rank(dead); });
-  completions_ = std::make_unique<Completions>(*peers_, *progress_, *messages_, settings_);
+  completions_ = std::make_unique<Completions>(*peers_, *memory_, *progress_, *messages_, settings_);
   vector_messages_ = std::make_unique<VectorMessages>(*progress_, *messages_, *memory_, *completions_, settings_);
   completions_->set_send_batches(
       [this](VectorBatches& batches, platform::Completion& c) { vector_messages_->send_all(batches, c); });

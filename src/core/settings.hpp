@@ -56,6 +56,10 @@ struct Settings {
   // ARMCI_MALLOC_KEEP: bytes of its freed ARMCI_Malloc parts a rank keeps
   // for later allocations (capped by a share of /dev/shm, see Memory).
   std::size_t malloc_keep = 64 * 1024 * 1024;
+  // ARMCI_SHM_FALLBACK=network: an ARMCI_Malloc that /dev/shm cannot hold
+  // gives the node's ranks private memory reached through the network
+  // layer (error: the allocation fails).
+  bool shm_fallback = true;
   bool return_on_peer_failure = false;              // ARMCI_ON_PEER_FAILURE=return (abort: false)
   long win_sync_timeout_s = 60;                      // ARMCI_WIN_SYNC_TIMEOUT: PSCW waits (0: none)
   // ARMCI_HEARTBEAT_MS (0: off), ARMCI_HEARTBEAT_TIMEOUT_MS: between hosts
