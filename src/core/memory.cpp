@@ -316,9 +316,9 @@ void Memory::warn_fall_back(const char* call, std::size_t bytes, const std::vect
   for (int r = 0; r < peers_.rank(); ++r)
     if (!records[static_cast<std::size_t>(r)].empty() && peers_.node_of(r) == node) return;
   std::fprintf(stderr,
-               "armci: rank %d: %s: /dev/shm cannot hold the %zu-byte parts of this node's ranks; they are made "
-               "in memory that neighbours reach through the network layer (slower; ARMCI_SHM_FALLBACK=error "
-               "makes this an error). Said once.\n",
+               "armci: rank %d: %s: /dev/shm is too small for this node's parts (%zu bytes here): they are made "
+               "in private memory that neighbours reach through the network layer (slower; "
+               "ARMCI_SHM_FALLBACK=error makes this an error). Said once.\n",
                peers_.rank(), call, bytes);
 }
 
