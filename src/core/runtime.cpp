@@ -100,16 +100,25 @@ void Runtime::start_up() {
   if (network_) address = network_->local_address();
   record.add_bytes(address);
   record.add<std::int64_t>(getpid());
+  record.add_bytes(std::as_bytes(std::span(network_failure.data(), network_failure.size())));
   auto records = bootstrap_->allgather(record.bytes);
   std::vector<std::string> hosts(static_cast<std::size_t>(size));
   std::vector<std::vector<std::byte>> addresses(static_cast<std::size_t>(size));
   std::vector<long> pids(static_cast<std::size_t>(size));
+  std::string network_failure_anywhere;
   for (int r = 0; r < size; ++r) {
     RecordReader in(records[static_cast<std::size_t>(r)]);
     auto h = in.take_bytes();
     hosts[static_cast<std::size_t>(r)].assign(reinterpret_cast<const char*>(h.data()), h.size());
     addresses[static_cast<std::size_t>(r)] = in.take_bytes();
     pids[static_cast<std::size_t>(r)] = static_cast<long>(in.take<std::int64_t>());
+    // Whether the layer started is decided from everyone's records: a rank
+    // that went on alone would make segments and then be killed in the
+    // next exchange, leaving them in /dev/shm.
+    auto failed = in.take_bytes();
+    if (!failed.empty() && network_failure_anywhere.empty())
+      network_failure_anywhere = "on rank " + std::to_string(r) + ": " +
+                                 std::string(reinterpret_cast<const char*>(failed.data()), failed.size());
   }
   // A dead peer must end our waits, whoever notices first: the launcher's
   // events, or (same host) its process being gone.
@@ -129,9 +138,9 @@ void Runtime::start_up() {
   // Every address stays, self and neighbours included: with network peers,
   // Rmw and mutexes reach every rank through the network layer.
   if (peers_->has_network_peers()) {
-    if (!network_ && !network_failure.empty())
-      fail("ARMCI_Init", "ranks on other nodes need the network layer, which did not start: %s",
-           network_failure.c_str());
+    if (!network_failure_anywhere.empty())
+      fail("ARMCI_Init", "ranks on other nodes need the network layer, which did not start %s",
+           network_failure_anywhere.c_str());
     if (!network_)
       fail("ARMCI_Init", "ranks on other nodes need a network layer, and this build has none "
                          "(configure with UCX)");
