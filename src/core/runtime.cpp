@@ -48,14 +48,17 @@ void Runtime::initialize() {
   set_current_call("ARMCI_Init");
   auto* runtime = new Runtime();
   instance_ = runtime;
+  // Before start-up: a segment made at start-up (control blocks, inboxes)
+  // must go when start-up fails, a neighbour's too, since the launcher may
+  // kill the neighbour before it removes its own.
+  set_cleanup_hook([] {
+    if (instance_) instance_->cleanup_names();
+  });
   try {
     runtime->start_up();
   } catch (const std::exception& e) {
     fail("ARMCI_Init", "start-up failed: %s", e.what());
   }
-  set_cleanup_hook([] {
-    if (instance_) instance_->cleanup_names();
-  });
 }
 
 void Runtime::finalize() {
