@@ -95,5 +95,19 @@ TEST(Settings, PeerFailurePolicyReturn) {
   EXPECT_TRUE(Settings::from_environment().return_on_peer_failure);
 }
 
+TEST(Settings, ShmFallbackIsNetworkByDefaultAndCanBeAnError) {
+  EXPECT_TRUE(Settings::from_environment().shm_fallback);
+  EXPECT_EQ(row(Settings::from_environment().rows(), "ARMCI_SHM_FALLBACK")->value, "network");
+  ScopedVariable error("ARMCI_SHM_FALLBACK", "error");
+  EXPECT_FALSE(Settings::from_environment().shm_fallback);
+  EXPECT_EQ(row(Settings::from_environment().rows(), "ARMCI_SHM_FALLBACK")->value, "error");
+}
+
+TEST(SettingsDeathTest, UnknownShmFallbackIsRefused) {
+  ScopedVariable bad("ARMCI_SHM_FALLBACK", "tcp");
+  EXPECT_EXIT(Settings::from_environment(), ::testing::ExitedWithCode(1),
+              "setting ARMCI_SHM_FALLBACK='tcp' is not one of network, error");
+}
+
 }  // namespace
 }  // namespace armci
