@@ -71,7 +71,7 @@ void read_part_head(RecordReader& in, Allocation& allocation, std::size_t i) {
 }  // namespace
 
 Memory::Memory(const Peers& peers, Progress& progress, Exchange exchange, std::string job_tag, std::vector<long> pids,
-               std::size_t keep_freed_bytes, bool shm_fallback)
+               std::size_t keep_freed_bytes, ShmFallback shm_fallback)
     : peers_(peers),
       progress_(progress),
       exchange_(std::move(exchange)),
@@ -300,6 +300,10 @@ void Memory::drop_peer_segment(PeerSegment& segment) {
 
 std::vector<void*> Memory::allocate(const char* call, std::size_t bytes, const Members* members) {
   std::vector<bool> fall_back;
+  if (shm_fallback_ == ShmFallback::always && progress_.has_network() && peers_.neighbours_share_memory()) {
+    fall_back.assign(static_cast<std::size_t>(peers_.node_count()), true);
+    return std::move(*try_allocate(call, bytes, members, false, false, fall_back));
+  }
   if (auto bases = try_allocate(call, bytes, members, true, true, fall_back)) return std::move(*bases);
   if (fall_back.empty()) {
     release_spares(members);
@@ -430,7 +434,7 @@ std::optional<std::vector<void*>> Memory::try_allocate(const char* call, std::si
     }
     // Every rank decides from the same records, so all fall back or none.
     const bool network = progress_.has_network();
-    if (may_fall_back && only_short && shm_fallback_ && network) {
+    if (may_fall_back && only_short && shm_fallback_ != ShmFallback::error && network) {
       allocating_ = 0;
       fall_back = std::move(short_nodes);
       warn_fall_back(call, bytes, fall_back, records);
@@ -438,7 +442,7 @@ std::optional<std::vector<void*>> Memory::try_allocate(const char* call, std::si
     }
     // Why it did not fall back, when it might have.
     if (only_short && fall_back.empty()) {
-      if (!shm_fallback_)
+      if (shm_fallback_ == ShmFallback::error)
         failures += " (ARMCI_SHM_FALLBACK=error: no fallback to network memory)";
       else if (!network)
         failures += " (no fallback to network memory, ARMCI_SHM_FALLBACK=network: no network layer runs in this "

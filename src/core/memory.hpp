@@ -30,6 +30,7 @@
 #include "src/core/peers.hpp"
 #include "src/core/progress.hpp"
 #include "src/core/region_table.hpp"
+#include "src/core/settings.hpp"
 
 namespace armci {
 
@@ -93,11 +94,11 @@ class Memory {
   // reach every rank through the layer).
   // pids: every rank's process id (segment names carry their creator's).
   // keep_freed_bytes: how much of its freed ARMCI_Malloc parts a rank keeps
-  // mapped for later allocations (ARMCI_MALLOC_KEEP). shm_fallback: an
-  // ARMCI_Malloc that /dev/shm cannot hold falls back to network memory
-  // (ARMCI_SHM_FALLBACK=network) instead of failing.
+  // mapped for later allocations (ARMCI_MALLOC_KEEP). shm_fallback
+  // (ARMCI_SHM_FALLBACK): whether an ARMCI_Malloc that /dev/shm cannot hold
+  // falls back to network memory instead of failing, or always does.
   Memory(const Peers& peers, Progress& progress, Exchange exchange, std::string job_tag, std::vector<long> pids,
-         std::size_t keep_freed_bytes, bool shm_fallback);
+         std::size_t keep_freed_bytes, ShmFallback shm_fallback);
   ~Memory();
   Memory(const Memory&) = delete;
   Memory& operator=(const Memory&) = delete;
@@ -268,7 +269,7 @@ class Memory {
   std::uint64_t next_allocation_ = 1;
 
   std::size_t keep_freed_bytes_;
-  bool shm_fallback_;
+  ShmFallback shm_fallback_;
   bool warned_fall_back_ = false;
   // Per rank: its live regions in network memory although it is a node
   // neighbour (reached_through_network).

@@ -142,9 +142,17 @@ const Entry kEntries[] = {
     number<FIELD(malloc_keep), 0>("ARMCI_MALLOC_KEEP"),
     {"ARMCI_SHM_FALLBACK",
      [](Settings& s, const char* n, const char* text) {
-       s.shm_fallback = parse_choice(n, text, {"network", "error"}, {true, false});
+       s.shm_fallback = parse_choice(n, text, {"network", "error", "always"},
+                                     {ShmFallback::network, ShmFallback::error, ShmFallback::always});
      },
-     [](const Settings& s) { return std::string(s.shm_fallback ? "network" : "error"); }},
+     [](const Settings& s) -> std::string {
+       switch (s.shm_fallback) {
+         case ShmFallback::network: return "network";
+         case ShmFallback::error: return "error";
+         case ShmFallback::always: return "always";
+       }
+       return "?";
+     }},
     {"ARMCI_ON_PEER_FAILURE",
      [](Settings& s, const char* n, const char* text) {
        s.return_on_peer_failure = parse_choice(n, text, {"abort", "return"}, {false, true});
