@@ -277,6 +277,7 @@ int main(int argc, char **argv) {
     printf("moved rank %d\n", me);
     fflush(stdout);
     MP_CHECK_INT(0, ARMCI_Free(base[me]));
+    free(base);
     ARMCI_Finalize();
     mp_pass("mp_faults", me);
     return 0;
