@@ -386,6 +386,20 @@ std::optional<std::vector<void*>> Memory::try_allocate(const char* call, std::si
     }
   }
   const OwnSegment* mine = my_segment != 0 ? &own_segments_.at(my_segment) : nullptr;
+  // This rank's part is in the table before any peer can know of it: a
+  // peer leaves the exchange (or the barrier) while this rank is still
+  // reading the records, and its first request through the network (a
+  // vector message, an Acc) is looked up here by the helper.
+  const auto own_base = mine ? reinterpret_cast<std::uintptr_t>(mine->memory.address()) : 0;
+  if (mine) {
+    Region own;
+    own.base = own_base;
+    own.size = bytes;
+    own.allocation = allocation->id;
+    own.local = static_cast<std::byte*>(mine->memory.address());
+    std::lock_guard guard(progress_.mutex());
+    regions_.insert(peers_.rank(), own);
+  }
   RecordWriter record;
   record.add_bytes(std::as_bytes(std::span(failure.data(), failure.size())));
   record.add<std::uint64_t>(allocation->id);
@@ -427,6 +441,10 @@ std::optional<std::vector<void*>> Memory::try_allocate(const char* call, std::si
     failures.append(reinterpret_cast<const char*>(text.data()), text.size());
   }
   if (!failures.empty()) {
+    if (mine) {
+      std::lock_guard guard(progress_.mutex());
+      regions_.erase(peers_.rank(), own_base);
+    }
     if (my_segment != 0) give_back_segment(my_segment, made);
     if (may_retry && any_spares) {
       allocating_ = 0;
@@ -526,6 +544,8 @@ std::optional<std::vector<void*>> Memory::try_allocate(const char* call, std::si
     region.local = local[i];
     region.network_memory = network_regions[i];
     std::lock_guard guard(progress_.mutex());  // the helper reads the table
+    // This rank's part: in the table since before the exchange, now with its key.
+    if (r == peers_.rank()) regions_.erase(r, own_base);
     regions_.insert(r, region);
     if (region.network_memory) ++network_regions_[i];
   }
