@@ -57,6 +57,11 @@ SharedSegment SharedSegment::create(const std::string& name, std::size_t bytes) 
   SharedSegment segment;
   segment.size_ = page_round(bytes);
   segment.name_ = name;
+  // What cannot fit is refused before posix_fallocate: a failing one holds
+  // the pages it got until it gives up, so a neighbour's segment made at
+  // that moment could fail although it fits. (0: unknown; fallocate says.)
+  if (const std::size_t left = shm_space_left(); left != 0 && left < segment.size_)
+    throw ShmSpaceError(segment.size_, left);
   int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0) throw system_error("shm_open", name);
   segment.owner_linked_ = true;

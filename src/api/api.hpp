@@ -170,8 +170,9 @@ int nonblocking(const char* call, Runtime& r, int proc, armci_hdl_t* handle, Sta
     return 0;
   }
   check_handle(call, handle);
-  if (!r.peers().reached_by_network(proc) && handle->request < 0) {
-    // Same-node transfers are finished when start() returns: no slot needed.
+  if (!r.memory().reached_through_network(proc) && handle->request < 0) {
+    // Same-node transfers are finished when start() returns: no slot needed
+    // (unless the neighbour has parts in network memory).
     Completion done;
     start(done, Mode::nonblocking, static_cast<VectorBatches*>(nullptr));
     return 0;

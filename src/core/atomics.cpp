@@ -208,6 +208,9 @@ void Sync::put_flag(const char* call, const void* src, void* dst, std::size_t by
       flag_region.local ? flag_region.local + (reinterpret_cast<std::uintptr_t>(flag) - flag_region.base) : nullptr;
   if (bytes > 0) put_blocking(call, src, dst, bytes, proc);  // checks 'dst' before it writes
   if (flag_local != nullptr) {
+    // Data that went through the network layer (a neighbour's part in
+    // network memory) must have landed before the CPU's store of the flag.
+    if (memory_.reached_through_network(proc)) completions_.order_after_puts(proc, true);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     atomic_at<int>(flag_local).store(value, std::memory_order_release);
     return;
@@ -234,6 +237,12 @@ int Sync::notify(const char* call, int proc) {
   if (peers_.reached_by_network(proc)) {
     progress_.until([&] { return messages_.unanswered(proc) == 0; });
     completions_.order_after_puts(proc, false);
+  } else if (memory_.reached_through_network(proc)) {
+    // A neighbour with parts in network memory: the count is a CPU store,
+    // which the layer does not order, so the layer's puts must have landed.
+    progress_.until([&] { return messages_.unanswered(proc) == 0; });
+    completions_.order_after_puts(proc, true);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
   } else {
     std::atomic_thread_fence(std::memory_order_seq_cst);
   }

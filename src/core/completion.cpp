@@ -4,12 +4,15 @@
 #include <cstring>
 
 #include "src/core/error.hpp"
+#include "src/core/memory.hpp"
 #include "src/core/peer_failure.hpp"
 
 namespace armci {
 
-Completions::Completions(const Peers& peers, Progress& progress, Messages& messages, const Settings& settings)
+Completions::Completions(const Peers& peers, const Memory& memory, Progress& progress, Messages& messages,
+                         const Settings& settings)
     : peers_(peers),
+      memory_(memory),
       progress_(progress),
       messages_(messages),
       settings_(settings),
@@ -49,7 +52,7 @@ bool Completions::writes_outstanding() const {
 }
 
 void Completions::fence(int proc) {
-  if (!peers_.reached_by_network(proc)) {
+  if (!memory_.reached_through_network(proc)) {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     return;
   }
@@ -62,8 +65,14 @@ void Completions::fence(int proc) {
 }
 
 void Completions::order_before_next(int proc) {
-  if (!peers_.reached_by_network(proc)) {
+  if (!memory_.reached_through_network(proc)) {
     std::atomic_thread_fence(std::memory_order_seq_cst);
+    return;
+  }
+  // A neighbour with parts in network memory: what comes next may be a CPU
+  // access, which the layer's ordering does not cover.
+  if (!peers_.reached_by_network(proc)) {
+    fence(proc);
     return;
   }
   progress_.drain_pipelines();

@@ -39,13 +39,18 @@ struct ExplicitRequest {
   }
 };
 
+class Memory;
+
 class Completions {
  public:
   using Requests = RequestTable<ExplicitRequest>;
   // Sends an aggregate handle's vector messages (then empties the list).
   using SendBatches = std::function<void(VectorBatches&, platform::Completion&)>;
 
-  Completions(const Peers& peers, Progress& progress, Messages& messages, const Settings& settings);
+  // memory: which peers some operation may reach through the network layer
+  // (a neighbour's part in network memory counts, not only network peers).
+  Completions(const Peers& peers, const Memory& memory, Progress& progress, Messages& messages,
+              const Settings& settings);
 
   // Wiring: how a request's unsent vector messages leave before it is waited for.
   void set_send_batches(SendBatches send) { send_batches_ = std::move(send); }
@@ -116,6 +121,7 @@ class Completions {
   [[noreturn]] void network_failed(const char* call, int error);
 
   const Peers& peers_;
+  const Memory& memory_;
   Progress& progress_;
   Messages& messages_;
   const Settings& settings_;

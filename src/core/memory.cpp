@@ -71,13 +71,15 @@ void read_part_head(RecordReader& in, Allocation& allocation, std::size_t i) {
 }  // namespace
 
 Memory::Memory(const Peers& peers, Progress& progress, Exchange exchange, std::string job_tag, std::vector<long> pids,
-               std::size_t keep_freed_bytes)
+               std::size_t keep_freed_bytes, ShmFallback shm_fallback)
     : peers_(peers),
       progress_(progress),
       exchange_(std::move(exchange)),
       job_tag_(std::move(job_tag)),
       pids_(std::move(pids)),
-      keep_freed_bytes_(keep_freed_bytes) {
+      keep_freed_bytes_(keep_freed_bytes),
+      shm_fallback_(shm_fallback),
+      network_regions_(static_cast<std::size_t>(peers.size()), 0) {
   regions_.resize(peers_.size());
 }
 
@@ -214,12 +216,14 @@ std::vector<bool> Memory::member_mask(const Members* members) const {
 }
 
 std::uint64_t Memory::take_segment(std::uint64_t id, std::size_t bytes, const std::vector<bool>& members,
-                                   bool& made) {
+                                   bool& made, bool network_memory) {
   const std::size_t need = platform::page_round(bytes);
-  // A spare segment up to twice the size, that every member still reaches.
+  // A spare segment up to twice the size, of the kind asked (a fallback
+  // part stays out of /dev/shm; a shared part stays in reach of the CPU),
+  // that every member still reaches.
   for (auto it = spare_segments_.lower_bound(need); it != spare_segments_.end() && it->first <= 2 * need; ++it) {
     OwnSegment& spare = own_segments_.at(it->second);
-    bool reached = true;
+    bool reached = spare.network_memory == network_memory;
     for (std::size_t r = 0; r < members.size(); ++r) reached &= !members[r] || spare.known_by[r];
     if (!reached) continue;
     const std::uint64_t found = it->second;
@@ -232,8 +236,13 @@ std::uint64_t Memory::take_segment(std::uint64_t id, std::size_t bytes, const st
   }
   OwnSegment segment;
   segment.known_by = members;
+  segment.network_memory = network_memory;
   const bool network = progress_.has_network();
-  if (peers_.neighbours_share_memory()) {
+  if (network_memory) {
+    // Not the layer's allocate_memory: UCX may place that in /dev/shm
+    // too, without reserving it.
+    segment.memory = platform::SharedSegment::anonymous(bytes);
+  } else if (peers_.neighbours_share_memory()) {
     segment.memory = platform::SharedSegment::create(segment_name(peers_.rank(), id), bytes);
   } else if (void* memory = network ? progress_.with_network([&](platform::Network& net) {
                return net.allocate_memory(need, segment.registration);
@@ -290,9 +299,31 @@ void Memory::drop_peer_segment(PeerSegment& segment) {
 }
 
 std::vector<void*> Memory::allocate(const char* call, std::size_t bytes, const Members* members) {
-  if (auto bases = try_allocate(call, bytes, members, true)) return std::move(*bases);
-  release_spares(members);
-  return std::move(*try_allocate(call, bytes, members, false));
+  std::vector<bool> fall_back;
+  if (shm_fallback_ == ShmFallback::always && progress_.has_network() && peers_.neighbours_share_memory()) {
+    fall_back.assign(static_cast<std::size_t>(peers_.node_count()), true);
+    return std::move(*try_allocate(call, bytes, members, false, false, fall_back));
+  }
+  if (auto bases = try_allocate(call, bytes, members, true, true, fall_back)) return std::move(*bases);
+  if (fall_back.empty()) {
+    release_spares(members);
+    if (auto bases = try_allocate(call, bytes, members, false, true, fall_back)) return std::move(*bases);
+  }
+  return std::move(*try_allocate(call, bytes, members, false, false, fall_back));
+}
+
+void Memory::warn_fall_back(const char* call, std::size_t bytes, const std::vector<bool>& nodes,
+                            const std::vector<std::vector<std::byte>>& records) {
+  const int node = peers_.node_of(peers_.rank());
+  if (warned_fall_back_ || !nodes[static_cast<std::size_t>(node)]) return;
+  warned_fall_back_ = true;
+  for (int r = 0; r < peers_.rank(); ++r)
+    if (!records[static_cast<std::size_t>(r)].empty() && peers_.node_of(r) == node) return;
+  std::fprintf(stderr,
+               "armci: rank %d: %s: /dev/shm is too small for this node's parts (%zu bytes here): they are made "
+               "in private memory that neighbours reach through the network layer (slower; "
+               "ARMCI_SHM_FALLBACK=error makes this an error). Said once.\n",
+               peers_.rank(), call, bytes);
 }
 
 void Memory::release_spares(const Members* members) {
@@ -329,26 +360,46 @@ void Memory::release_spares(const Members* members) {
 }
 
 std::optional<std::vector<void*>> Memory::try_allocate(const char* call, std::size_t bytes, const Members* members,
-                                                       bool may_retry) {
+                                                       bool may_retry, bool may_fall_back, std::vector<bool>& fall_back) {
   auto allocation = std::make_unique<Allocation>();
   allocation->id = next_allocation_++;
   allocating_ = allocation->id;
   const std::vector<bool> mask = member_mask(members);
+  // The whole node falls back together, so that every neighbour's part is
+  // either mapped or reached through the network, whatever rank was short.
+  const bool network_memory =
+      !fall_back.empty() && fall_back[static_cast<std::size_t>(peers_.node_of(peers_.rank()))];
   // A rank that cannot make its part says why in its record, so every rank
   // fails the same call (none returns memory a neighbour never got).
   std::string failure;
+  bool short_of_shm = false;
   std::uint64_t my_segment = 0;
   bool made = false;
   if (bytes > 0) {
     try {
-      my_segment = take_segment(allocation->id, bytes, mask, made);
+      my_segment = take_segment(allocation->id, bytes, mask, made, network_memory);
     } catch (const platform::ShmSpaceError& e) {
       failure = shm_space_message(e);
+      short_of_shm = true;
     } catch (const std::exception& e) {
       failure = "rank " + std::to_string(peers_.rank()) + " could not make its shared segment: " + e.what();
     }
   }
   const OwnSegment* mine = my_segment != 0 ? &own_segments_.at(my_segment) : nullptr;
+  // This rank's part is in the table before any peer can know of it: a
+  // peer leaves the exchange (or the barrier) while this rank is still
+  // reading the records, and its first request through the network (a
+  // vector message, an Acc) is looked up here by the helper.
+  const auto own_base = mine ? reinterpret_cast<std::uintptr_t>(mine->memory.address()) : 0;
+  if (mine) {
+    Region own;
+    own.base = own_base;
+    own.size = bytes;
+    own.allocation = allocation->id;
+    own.local = static_cast<std::byte*>(mine->memory.address());
+    std::lock_guard guard(progress_.mutex());
+    regions_.insert(peers_.rank(), own);
+  }
   RecordWriter record;
   record.add_bytes(std::as_bytes(std::span(failure.data(), failure.size())));
   record.add<std::uint64_t>(allocation->id);
@@ -360,6 +411,8 @@ std::optional<std::vector<void*>> Memory::try_allocate(const char* call, std::si
   // Keys go with new segments only: the holders keep those of spare ones.
   record.add_bytes(made ? std::span<const std::byte>(mine->packed_key) : std::span<const std::byte>());
   record.add<std::uint64_t>(spare_bytes_);
+  record.add<std::uint8_t>(short_of_shm ? 1 : 0);
+  record.add<std::uint8_t>(network_memory ? 1 : 0);
   std::vector<std::vector<std::byte>> records;
   try {
     records = members ? members->exchange(record.bytes) : exchange_(record.bytes);
@@ -370,24 +423,48 @@ std::optional<std::vector<void*>> Memory::try_allocate(const char* call, std::si
   }
 
   std::string failures;
-  bool any_made = false, any_spares = false;
-  for (const auto& theirs : records) {
-    if (theirs.empty()) continue;  // outside the group
-    RecordReader in(theirs);
+  bool any_made = false, any_spares = false, only_short = true;
+  std::vector<bool> short_nodes(static_cast<std::size_t>(peers_.node_count()), false);
+  for (std::size_t r = 0; r < records.size(); ++r) {
+    if (records[r].empty()) continue;  // outside the group
+    RecordReader in(records[r]);
     auto text = in.take_bytes();
     for (int skip = 0; skip < 5; ++skip) in.take<std::uint64_t>();
     any_made |= in.take<std::uint8_t>() != 0;
     in.take_bytes();
     any_spares |= in.take<std::uint64_t>() != 0;
+    const bool was_short = in.take<std::uint8_t>() != 0;
     if (text.empty()) continue;
+    if (was_short) short_nodes[static_cast<std::size_t>(peers_.node_of(static_cast<int>(r)))] = true;
+    else only_short = false;
     if (!failures.empty()) failures += "; ";
     failures.append(reinterpret_cast<const char*>(text.data()), text.size());
   }
   if (!failures.empty()) {
+    if (mine) {
+      std::lock_guard guard(progress_.mutex());
+      regions_.erase(peers_.rank(), own_base);
+    }
     if (my_segment != 0) give_back_segment(my_segment, made);
     if (may_retry && any_spares) {
       allocating_ = 0;
       return std::nullopt;
+    }
+    // Every rank decides from the same records, so all fall back or none.
+    const bool network = progress_.has_network();
+    if (may_fall_back && only_short && shm_fallback_ != ShmFallback::error && network) {
+      allocating_ = 0;
+      fall_back = std::move(short_nodes);
+      warn_fall_back(call, bytes, fall_back, records);
+      return std::nullopt;
+    }
+    // Why it did not fall back, when it might have.
+    if (only_short && fall_back.empty()) {
+      if (shm_fallback_ == ShmFallback::error)
+        failures += " (ARMCI_SHM_FALLBACK=error: no fallback to network memory)";
+      else if (!network)
+        failures += " (no fallback to network memory, ARMCI_SHM_FALLBACK=network: no network layer runs in this "
+                    "job, whose ranks all share memory)";
     }
     // Every rank read the same records: the failure is theirs, not a death.
     // (A neighbour that failed first may be gone already; probing here
@@ -399,6 +476,7 @@ std::optional<std::vector<void*>> Memory::try_allocate(const char* call, std::si
   size_parts(*allocation, n);
   allocation->segments.assign(n, 0);
   std::vector<std::byte*> local(n, nullptr);
+  std::vector<bool> network_regions(n, false);
   for (int r = 0; r < peers_.size(); ++r) {
     const auto i = static_cast<std::size_t>(r);
     if (records[i].empty()) continue;  // outside the group
@@ -408,11 +486,17 @@ std::optional<std::vector<void*>> Memory::try_allocate(const char* call, std::si
     const auto capacity = in.take<std::uint64_t>();
     const bool new_segment = in.take<std::uint8_t>() != 0;
     auto key = in.take_bytes();
+    in.take<std::uint64_t>();  // spare bytes
+    in.take<std::uint8_t>();   // short of /dev/shm
+    const bool network_part = in.take<std::uint8_t>() != 0;
     if (allocation->sizes[i] == 0) continue;
+    // A neighbour's part in its private memory: reached through the
+    // network layer by its key, like a network peer's (self copies its own).
+    network_regions[i] = network_part && peers_.kind(r) == PeerKind::shared_memory;
     const std::pair<int, std::uint64_t> which{r, allocation->segments[i]};
     if (new_segment) {
       PeerSegment& reached = peer_segments_[which];
-      if (peers_.kind(r) == PeerKind::shared_memory)
+      if (peers_.kind(r) == PeerKind::shared_memory && !network_part)
         reached.mapped = platform::SharedSegment::attach(segment_name(r, allocation->segments[i]), capacity);
       // With a network every rank packs a key, and every key is unpacked:
       // self's and neighbours' too, for network atomics.
@@ -426,7 +510,8 @@ std::optional<std::vector<void*>> Memory::try_allocate(const char* call, std::si
            static_cast<unsigned long long>(allocation->segments[i]));
     }
     allocation->keys[i] = found->second.key;
-    if (peers_.kind(r) == PeerKind::shared_memory) local[i] = static_cast<std::byte*>(found->second.mapped.address());
+    if (peers_.kind(r) == PeerKind::shared_memory && !network_regions[i])
+      local[i] = static_cast<std::byte*>(found->second.mapped.address());
   }
   if (mine) {
     local[static_cast<std::size_t>(peers_.rank())] = static_cast<std::byte*>(mine->memory.address());
@@ -457,8 +542,12 @@ std::optional<std::vector<void*>> Memory::try_allocate(const char* call, std::si
     region.allocation = allocation->id;
     region.key = allocation->keys[i];
     region.local = local[i];
+    region.network_memory = network_regions[i];
     std::lock_guard guard(progress_.mutex());  // the helper reads the table
+    // This rank's part: in the table since before the exchange, now with its key.
+    if (r == peers_.rank()) regions_.erase(r, own_base);
     regions_.insert(r, region);
+    if (region.network_memory) ++network_regions_[i];
   }
   const auto me = static_cast<std::size_t>(peers_.rank());
   if (allocation->sizes[me] > 0) allocation_of_base_[allocation->bases[me]] = allocation->id;
@@ -528,6 +617,9 @@ void Memory::release(const char* call, void* my_base, const Members* members) {
     if (allocation.sizes[i] == 0) continue;
     {
       std::lock_guard guard(progress_.mutex());
+      if (const Region* region = regions_.find_without_caching(r, allocation.bases[i], 1);
+          region != nullptr && region->network_memory)
+        --network_regions_[i];
       regions_.erase(r, allocation.bases[i]);
     }
     if (!theirs[i].destroy) continue;
@@ -552,6 +644,7 @@ const std::vector<std::byte>* Memory::own_key(const Region& region) const {
 void Memory::forget_rank(int rank) {
   std::lock_guard guard(progress_.mutex());  // the helper reads the table
   regions_.clear(rank);
+  network_regions_[static_cast<std::size_t>(rank)] = 0;
 }
 
 // ------------------------------------------------------------------ control blocks
@@ -569,6 +662,7 @@ void Memory::create_control_blocks(const std::function<void()>& everyone_mapped)
 
 void Memory::free_all() {
   allocations_.clear();
+  std::fill(network_regions_.begin(), network_regions_.end(), 0);
   allocation_of_base_.clear();
   for (auto& [which, segment] : peer_segments_) drop_peer_segment(segment);
   peer_segments_.clear();

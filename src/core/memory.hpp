@@ -30,6 +30,7 @@
 #include "src/core/peers.hpp"
 #include "src/core/progress.hpp"
 #include "src/core/region_table.hpp"
+#include "src/core/settings.hpp"
 
 namespace armci {
 
@@ -93,9 +94,11 @@ class Memory {
   // reach every rank through the layer).
   // pids: every rank's process id (segment names carry their creator's).
   // keep_freed_bytes: how much of its freed ARMCI_Malloc parts a rank keeps
-  // mapped for later allocations (ARMCI_MALLOC_KEEP).
+  // mapped for later allocations (ARMCI_MALLOC_KEEP). shm_fallback
+  // (ARMCI_SHM_FALLBACK): whether an ARMCI_Malloc that /dev/shm cannot hold
+  // falls back to network memory instead of failing, or always does.
   Memory(const Peers& peers, Progress& progress, Exchange exchange, std::string job_tag, std::vector<long> pids,
-         std::size_t keep_freed_bytes);
+         std::size_t keep_freed_bytes, ShmFallback shm_fallback);
   ~Memory();
   Memory(const Memory&) = delete;
   Memory& operator=(const Memory&) = delete;
@@ -111,7 +114,9 @@ class Memory {
   // NULL), and a release where every rank passes NULL does nothing.
   // A rank short of /dev/shm fails the call on every rank, unless some
   // rank keeps spare segments (ARMCI_MALLOC_KEEP): then all drop them and
-  // try once more.
+  // try once more. Still short, with a network layer and shm_fallback, the
+  // ranks of every node where a rank was short make their parts in private
+  // memory that their neighbours reach through the network layer.
   std::vector<void*> allocate(const char* call, std::size_t bytes, const Members* members = nullptr);
   void release(const char* call, void* my_base, const Members* members = nullptr);
 
@@ -147,6 +152,19 @@ class Memory {
     const Region& region = find_region(call, argument, proc, address, bytes);
     if (region.local == nullptr) return nullptr;
     return region.local + (reinterpret_cast<std::uintptr_t>(address) - region.base);
+  }
+  // How this process reaches proc's part `region`: a node neighbour's part
+  // made in private memory (the /dev/shm fallback) through the network
+  // layer, like a network peer on this host. Every transfer chooses its
+  // protocol by this, so routing is per region, not per peer.
+  PeerKind route(int proc, const Region& region) const {
+    return region.network_memory ? PeerKind::network_host : peers_.kind(proc);
+  }
+  // Some operation to proc may travel through the network layer: proc is a
+  // network peer, or a neighbour with a part in network memory. Fences,
+  // notifications and handles ask this instead of the peer kind.
+  bool reached_through_network(int proc) const {
+    return peers_.reached_by_network(proc) || network_regions_[static_cast<std::size_t>(proc)] != 0;
   }
   // This rank's region holding the range, or nullptr: for requests arriving
   // from peers, on whichever thread drives progress (it leaves the owner's
@@ -194,6 +212,9 @@ class Memory {
     platform::MemoryHandle registration{};
     std::vector<std::byte> packed_key;
     std::vector<bool> known_by;  // by world rank: holds a mapping or key of it
+    // Private memory, not in /dev/shm (the fallback): neighbours hold a key
+    // of it, never a mapping.
+    bool network_memory = false;
   };
   // A rank's segment as this process reaches it (self's too, for its key).
   struct PeerSegment {
@@ -201,18 +222,27 @@ class Memory {
     platform::RemoteKey key{};       // with a network
   };
   // A segment for an ARMCI_Malloc part of bytes, spare or new (made = true:
-  // named in /dev/shm until the allocation's barrier).
-  std::uint64_t take_segment(std::uint64_t id, std::size_t bytes, const std::vector<bool>& members, bool& made);
+  // named in /dev/shm until the allocation's barrier); network_memory: in
+  // private memory that neighbours reach through the network layer.
+  std::uint64_t take_segment(std::uint64_t id, std::size_t bytes, const std::vector<bool>& members, bool& made,
+                             bool network_memory);
   // ARMCI_Free of a part of segment id: kept spare, or (destroy) gone.
   bool should_destroy(std::uint64_t id, const std::vector<bool>& members) const;
   // Some rank outside members holds a mapping or key of segment id.
   bool should_keep_for_others(std::uint64_t id, const std::vector<bool>& members) const;
   void give_back_segment(std::uint64_t id, bool destroy);
   void drop_peer_segment(PeerSegment& segment);
-  // One try of allocate(); nullopt: it failed, and may_retry allowed a
-  // retry because some rank had spare segments to give back.
+  // One try of allocate(). nullopt: it failed and may be tried again,
+  // because some rank had spare segments to give back (may_retry; then
+  // fall_back stays empty) or, with may_fall_back, because ranks were short
+  // of /dev/shm: fall_back then holds, by node, where the next try makes
+  // network memory. A try with fall_back set makes it on those nodes.
   std::optional<std::vector<void*>> try_allocate(const char* call, std::size_t bytes, const Members* members,
-                                                 bool may_retry);
+                                                 bool may_retry, bool may_fall_back, std::vector<bool>& fall_back);
+  // Says once per process, on the lowest member rank of each node that
+  // falls back, that its parts now travel through the network layer.
+  void warn_fall_back(const char* call, std::size_t bytes, const std::vector<bool>& nodes,
+                      const std::vector<std::vector<std::byte>>& records);
   // Collective: every spare segment whose holders all take part goes, and
   // the holders' mappings and keys of it, so its /dev/shm is free again.
   void release_spares(const Members* members);
@@ -239,6 +269,11 @@ class Memory {
   std::uint64_t next_allocation_ = 1;
 
   std::size_t keep_freed_bytes_;
+  ShmFallback shm_fallback_;
+  bool warned_fall_back_ = false;
+  // Per rank: its live regions in network memory although it is a node
+  // neighbour (reached_through_network).
+  std::vector<std::size_t> network_regions_;
   std::map<std::uint64_t, OwnSegment> own_segments_;          // by id
   std::multimap<std::size_t, std::uint64_t> spare_segments_;  // ids by size, not in use
   std::size_t spare_bytes_ = 0;

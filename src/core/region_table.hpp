@@ -18,6 +18,9 @@ struct Region {
   std::byte* local = nullptr;    // this process's mapping, when it has one
   platform::RemoteKey key{};     // the owner's registration, for network peers
   std::uint64_t allocation = 0;  // which collective allocation it belongs to
+  // A node neighbour's part that lives in its private memory (the /dev/shm
+  // fallback): local is nullptr and the network layer reaches it.
+  bool network_memory = false;
 
   bool contains(std::uintptr_t address, std::size_t length) const {
     return address >= base && address - base <= size && length <= size - (address - base);

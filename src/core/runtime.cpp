@@ -48,14 +48,17 @@ void Runtime::initialize() {
   set_current_call("ARMCI_Init");
   auto* runtime = new Runtime();
   instance_ = runtime;
+  // Before start-up: a segment made at start-up (control blocks, inboxes)
+  // must go when start-up fails, a neighbour's too, since the launcher may
+  // kill the neighbour before it removes its own.
+  set_cleanup_hook([] {
+    if (instance_) instance_->cleanup_names();
+  });
   try {
     runtime->start_up();
   } catch (const std::exception& e) {
     fail("ARMCI_Init", "start-up failed: %s", e.what());
   }
-  set_cleanup_hook([] {
-    if (instance_) instance_->cleanup_names();
-  });
 }
 
 void Runtime::finalize() {
@@ -100,16 +103,25 @@ void Runtime::start_up() {
   if (network_) address = network_->local_address();
   record.add_bytes(address);
   record.add<std::int64_t>(getpid());
+  record.add_bytes(std::as_bytes(std::span(network_failure.data(), network_failure.size())));
   auto records = bootstrap_->allgather(record.bytes);
   std::vector<std::string> hosts(static_cast<std::size_t>(size));
   std::vector<std::vector<std::byte>> addresses(static_cast<std::size_t>(size));
   std::vector<long> pids(static_cast<std::size_t>(size));
+  std::string network_failure_anywhere;
   for (int r = 0; r < size; ++r) {
     RecordReader in(records[static_cast<std::size_t>(r)]);
     auto h = in.take_bytes();
     hosts[static_cast<std::size_t>(r)].assign(reinterpret_cast<const char*>(h.data()), h.size());
     addresses[static_cast<std::size_t>(r)] = in.take_bytes();
     pids[static_cast<std::size_t>(r)] = static_cast<long>(in.take<std::int64_t>());
+    // Whether the layer started is decided from everyone's records: a rank
+    // that went on alone would make segments and then be killed in the
+    // next exchange, leaving them in /dev/shm.
+    auto failed = in.take_bytes();
+    if (!failed.empty() && network_failure_anywhere.empty())
+      network_failure_anywhere = "on rank " + std::to_string(r) + ": " +
+                                 std::string(reinterpret_cast<const char*>(failed.data()), failed.size());
   }
   // A dead peer must end our waits, whoever notices first: the launcher's
   // events, or (same host) its process being gone.
@@ -129,9 +141,9 @@ void Runtime::start_up() {
   // Every address stays, self and neighbours included: with network peers,
   // Rmw and mutexes reach every rank through the network layer.
   if (peers_->has_network_peers()) {
-    if (!network_ && !network_failure.empty())
-      fail("ARMCI_Init", "ranks on other nodes need the network layer, which did not start: %s",
-           network_failure.c_str());
+    if (!network_failure_anywhere.empty())
+      fail("ARMCI_Init", "ranks on other nodes need the network layer, which did not start %s",
+           network_failure_anywhere.c_str());
     if (!network_)
       fail("ARMCI_Init", "ranks on other nodes need a network layer, and this build has none "
                          "(configure with UCX)");
@@ -151,9 +163,10 @@ void Runtime::start_up() {
   messages_ = std::make_unique<Messages>(*progress_, size);
   memory_ = std::make_unique<Memory>(
       *peers_, *progress_, [this](std::span<const std::byte> mine) { return bootstrap_->allgather(mine); },
-      segment_names::job_tag(bootstrap_->job_id()), std::move(pids), malloc_keep_bytes());
+      segment_names::job_tag(bootstrap_->job_id()), std::move(pids), malloc_keep_bytes(),
+      settings_.shm_fallback);
   set_peer_death_hook([this](int dead) { memory_->forget_rank(dead); });
-  completions_ = std::make_unique<Completions>(*peers_, *progress_, *messages_, settings_);
+  completions_ = std::make_unique<Completions>(*peers_, *memory_, *progress_, *messages_, settings_);
   vector_messages_ = std::make_unique<VectorMessages>(*progress_, *messages_, *memory_, *completions_, settings_);
   completions_->set_send_batches(
       [this](VectorBatches& batches, platform::Completion& c) { vector_messages_->send_all(batches, c); });

@@ -146,6 +146,19 @@ const Entry kEntries[] = {
     number<FIELD(strided_buffered_max), 0>("ARMCI_STRIDED_BUFFERED_MAX"),
     number<FIELD(strided_host_max), 0>("ARMCI_STRIDED_HOST_MAX"),
     number<FIELD(malloc_keep), 0>("ARMCI_MALLOC_KEEP"),
+    {"ARMCI_SHM_FALLBACK",
+     [](Settings& s, const char* n, const char* text) {
+       s.shm_fallback = parse_choice(n, text, {"network", "error", "always"},
+                                     {ShmFallback::network, ShmFallback::error, ShmFallback::always});
+     },
+     [](const Settings& s) -> std::string {
+       switch (s.shm_fallback) {
+         case ShmFallback::network: return "network";
+         case ShmFallback::error: return "error";
+         case ShmFallback::always: return "always";
+       }
+       return "?";
+     }},
     {"ARMCI_ON_PEER_FAILURE",
      [](Settings& s, const char* n, const char* text) {
        s.return_on_peer_failure = parse_choice(n, text, {"abort", "return"}, {false, true});

@@ -75,13 +75,21 @@ void Transfers::strided(const Call& call, void* src, const int* src_stride, void
                         const int* count, int levels) {
   const protocols::StridedLayout layout{static_cast<std::byte*>(src), src_stride, static_cast<std::byte*>(dst),
                                         dst_stride, count, levels};
-  table_.find(Operation{call.op, Shape::strided, call.mode}, peers_.kind(call.proc), static_cast<std::size_t>(count[0]))
+  // The caller checked the whole remote extent: the region that holds its
+  // start holds all of it, and says how it is reached.
+  const bool get = call.op == Op::get;
+  const Region& region = memory_.find_region(call.name, get ? "src_ptr" : "dst_ptr", call.proc, get ? src : dst, 1);
+  table_.find(Operation{call.op, Shape::strided, call.mode}, memory_.route(call.proc, region),
+              static_cast<std::size_t>(count[0]))
       .strided(parts_, call, layout);
 }
 
 void Transfers::vector(const Call& call, std::span<const VectorList> lists) {
   VectorBatches own;
   const Operation operation{call.op, Shape::vector, call.mode};
+  // A neighbour with a part in network memory: its pieces may lie in
+  // different regions, reached differently, so each goes by its own region
+  // (the same-node row's per-piece protocol does that).
   const PeerKind peer = peers_.kind(call.proc);
   for (const VectorList& list : lists)
     if (list.bytes != 0 && list.count > 0) table_.find(operation, peer, list.bytes).vector(parts_, call, list, own);

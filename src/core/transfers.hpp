@@ -72,15 +72,13 @@ class Transfers {
       return;
     // The table's choice for every same-node peer, started here so that it
     // costs no call.
-    if (call.op != Op::acc) {
-      const bool get = call.op == Op::get;
-      const Region& region = memory_.find_region(call.name, get ? "src" : "dst", call.proc, get ? src : dst, bytes);
-      if (region.local != nullptr) [[likely]] {
-        copy_same_node(call.op, region, src, dst, bytes);
-        return;
-      }
+    const bool get = call.op == Op::get;
+    const Region& region = memory_.find_region(call.name, get ? "src" : "dst", call.proc, get ? src : dst, bytes);
+    if (call.op != Op::acc && region.local != nullptr) [[likely]] {
+      copy_same_node(call.op, region, src, dst, bytes);
+      return;
     }
-    table_.find(Operation{call.op, Shape::contiguous, call.mode}, peers_.kind(call.proc), bytes)
+    table_.find(Operation{call.op, Shape::contiguous, call.mode}, memory_.route(call.proc, region), bytes)
         .contiguous(parts_, call, src, dst, bytes);
   }
   void strided(const Call& call, void* src, const int* src_stride, void* dst, const int* dst_stride,

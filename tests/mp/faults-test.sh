@@ -11,6 +11,16 @@
 #     layer shared memory needed); /dev/shm must be empty afterwards.
 #     Spare segments (ARMCI_MALLOC_KEEP) are given back, on every rank,
 #     before an allocation that needs their room fails.
+#     Fallback (4 ranks, two virtual nodes over UCX, a 32 MiB /dev/shm):
+#     the first node's ranks ask 20 MiB each, which cannot both fit, so that
+#     node's parts are made in network memory (ARMCI_SHM_FALLBACK=network,
+#     the default), said once; every kind of transfer between every pair is
+#     checked in memory; /dev/shm is empty afterwards. With
+#     ARMCI_SHM_FALLBACK=error the same ARMCI_Malloc fails on every rank,
+#     naming the size, the space left and the setting.
+#     ARMCI_Init where UCX's own segments fill /dev/shm on some ranks, or
+#     leave no room for the start-up segments: all fail, each with an
+#     ARMCI_Init error, and leave nothing in /dev/shm.
 #  2. A rank killed (SIGKILL) while the others are in ARMCI_Barrier, wait in
 #     ARMCI_Lock for a mutex it holds, or ARMCI_Wait on a get from it, with
 #     shared memory and with UCX: every survivor ends within 30 s with an
@@ -100,6 +110,43 @@ else
   elif [ "$(grep -c '^allocated 3700 KiB' "$work/out")" -ne 2 ]; then bad "$name" "the data was not read back on every rank"
   elif [ -s "$work/left" ]; then bad "$name" "left in /dev/shm: $(tr '\n' ' ' <"$work/left")"
   else ok "$name"; fi
+  mixed="ARMCI_SHM=1 ARMCI_VNODE_SIZE=2 ARMCI_NETWORK=ucx"
+  NO_RECOVERY=1 unshare -m bash -c "shm_case 32 job 4 120 $mixed -- $bindir/mp_faults fallback 20480 256"
+  rc=$?
+  name="shm-fallback np=4 (2 x 20 MiB on one virtual node in a 32 MiB /dev/shm): network memory, data checked"
+  nwarn=$(grep -c "rank 0: ARMCI_Malloc: /dev/shm is too small for this node's parts (20971520 bytes here)" "$work/err")
+  if [ $rc -ne 0 ] || [ "$(grep -c '^PASS mp_faults' "$work/out")" -ne 4 ]; then bad "$name" "exit status $rc"
+  elif [ "$(grep -c '^moved rank' "$work/out")" -ne 4 ]; then bad "$name" "not every rank moved its data"
+  elif [ "$nwarn" -ne 1 ] || [ "$(grep -c 'is too small for this node' "$work/err")" -ne 1 ]; then
+    bad "$name" "not rank 0 alone said that its node fell back"
+  elif [ -s "$work/left" ]; then bad "$name" "left in /dev/shm: $(tr '\n' ' ' <"$work/left")"
+  else ok "$name"; fi
+  unshare -m bash -c "shm_case 32 job 4 60 $mixed ARMCI_SHM_FALLBACK=error -- $bindir/mp_faults fallback 20480 256"
+  rc=$?
+  name="shm-fallback=error np=4: ARMCI_Malloc fails on every rank"
+  nerr=$(grep -c "ARMCI_Malloc: allocating [0-9]* bytes failed: rank [01] could not reserve 20971520 bytes" "$work/err")
+  if [ $rc -ge 124 ]; then bad "$name" "not over within 60 s"
+  elif grep -q "^moved rank" "$work/out" || grep -q "^allocated" "$work/out"; then bad "$name" "a rank returned from the failed ARMCI_Malloc"
+  elif [ "$nerr" -ne 4 ]; then bad "$name" "$nerr of 4 ranks printed the ARMCI_Malloc error"
+  elif ! grep -q "bytes free" "$work/err" || ! grep -q "ARMCI_SHM_FALLBACK=error" "$work/err"; then
+    bad "$name" "the error does not give the space left and the setting"
+  elif [ -s "$work/left" ]; then bad "$name" "left in /dev/shm: $(tr '\n' ' ' <"$work/left")"
+  else ok "$name"; fi
+  # UCX starts on some ranks and not on others (its own segments fill
+  # /dev/shm): every rank must fail ARMCI_Init at the same point, before any
+  # made a segment, and leave nothing behind.
+  # (17 MiB: UCX starts, an inbox segment at start-up does not fit.)
+  for mib in 8 16 17; do
+    unshare -m bash -c "shm_case $mib job 4 60 $mixed -- $bindir/mp_faults alloc 64"
+    rc=$?
+    name="ARMCI_Init with virtual nodes over UCX in a $mib MiB /dev/shm: works or fails on every rank, nothing left"
+    ninit=$(grep -c "^armci: rank [0-9]*: ARMCI_Init: " "$work/err")
+    if [ $rc -ge 124 ]; then bad "$name" "not over within 60 s"
+    elif [ "$(grep -c '^PASS mp_faults' "$work/out")" -ne 4 ] && [ "$ninit" -ne 4 ]; then
+      bad "$name" "$ninit of 4 ranks printed the ARMCI_Init error"
+    elif [ -s "$work/left" ]; then bad "$name" "left in /dev/shm: $(tr '\n' ' ' <"$work/left")"
+    else ok "$name"; fi
+  done
   NO_RECOVERY=1 unshare -m bash -c "shm_case 1 job 3 60 ARMCI_SHM=1 -- $bindir/mp_faults alloc 64"
   rc=$?
   name="shm-only job in a 1 MiB /dev/shm"

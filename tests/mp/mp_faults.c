@@ -26,6 +26,14 @@
  *                 collective does, that they still move correct data
  *                 between themselves, and that ARMCI_Finalize returns;
  *                 prints "returned rank R" at the end
+ *   fallback BIG SMALL  the first half of the ranks (one virtual node)
+ *                 allocates BIG KiB each, the others SMALL: in a /dev/shm
+ *                 too small for the big parts, that node's ranks fall back
+ *                 to network memory (ARMCI_SHM_FALLBACK=network); every rank
+ *                 then moves data to and from every rank (contiguous,
+ *                 strided, vector, nonblocking, Acc, Rmw, notify) and checks
+ *                 what memory holds; prints "moved rank R" (with =error the
+ *                 ARMCI_Malloc must fail on every rank instead)
  * Every rank that gets past the fault prints "survived CASE rank R": the
  * script counts that as a failure. With MP_PIDDIR set each rank writes its
  * pid to $MP_PIDDIR/rank.R first.
@@ -141,6 +149,81 @@ static void return_case(int me, int np, int victim, void **base) {
   fflush(stdout);
 }
 
+/* The fallback case: every kind of transfer between every pair of ranks,
+ * checked in memory. Each section of a part holds one 4 KiB slot per origin. */
+enum { kSlot = 4096 };
+static void fallback_case(int me, int np, void **base) {
+  const size_t section = (size_t)np * kSlot;
+  char *src = malloc(kSlot), *want = malloc(kSlot), *got = malloc(kSlot);
+  for (int t = 0; t < np; t++) {
+    char *part = base[t];
+    mp_set_where("fallback: rank %d -> %d", me, t);
+    /* 0: contiguous put; 1: strided put (16 rows of 128 B, every other 256 B
+     * at the target); 2: vector put (64 pieces of 64 B); 3: nonblocking put. */
+    mp_fill_pattern(src, kSlot, me, t, 0);
+    MP_CHECK_INT(0, ARMCI_Put(src, part + me * kSlot, kSlot, t));
+    int src_stride[1] = {128}, dst_stride[1] = {256}, count[2] = {128, 16};
+    MP_CHECK_INT(0, ARMCI_PutS(src, src_stride, part + section + me * kSlot, dst_stride, count, 1, t));
+    void *vs[64], *vd[64];
+    for (int i = 0; i < 64; i++) {
+      vs[i] = src + i * 64;
+      vd[i] = part + 2 * section + me * kSlot + i * 64;
+    }
+    armci_giov_t iov = {vs, vd, 64, 64};
+    MP_CHECK_INT(0, ARMCI_PutV(&iov, 1, t));
+    armci_hdl_t h;
+    ARMCI_INIT_HANDLE(&h);
+    MP_CHECK_INT(0, ARMCI_NbPut(src, part + 3 * section + me * kSlot, kSlot, t, &h));
+    MP_CHECK_INT(0, ARMCI_Wait(&h));
+    /* 4: Acc of (me + 1) into 64 shared doubles; 5: fetch-and-add. */
+    double ones[64], scale = me + 1;
+    for (int i = 0; i < 64; i++) ones[i] = 1.0;
+    MP_CHECK_INT(0, ARMCI_Acc(ARMCI_ACC_DBL, &scale, ones, part + 4 * section, sizeof ones, t));
+    long old = 0;
+    MP_CHECK_INT(0, ARMCI_Rmw(ARMCI_FETCH_AND_ADD_LONG, &old, part + 5 * section, 1, t));
+    ARMCI_Fence(t);
+  }
+  /* 6: a put to the next rank, then a notification, which must not pass it. */
+  const int next = (me + 1) % np, prev = (me + np - 1) % np;
+  mp_fill_pattern(src, kSlot, me, next, 6);
+  MP_CHECK_INT(0, ARMCI_Put(src, (char *)base[next] + 6 * section, kSlot, next));
+  armci_notify(next);
+  armci_notify_wait(prev, NULL);
+  mp_fill_pattern(want, kSlot, prev, me, 6);
+  MP_CHECK_BYTES(want, (char *)base[me] + 6 * section, kSlot, "put before the notification");
+  ARMCI_Barrier();
+  /* Every origin's slots, read back from every rank (and at home). */
+  for (int t = 0; t < np; t++) {
+    char *part = base[t];
+    for (int o = 0; o < np; o++) {
+      mp_set_where("fallback: rank %d reads rank %d's slots from rank %d", me, o, t);
+      mp_fill_pattern(want, kSlot, o, t, 0);
+      MP_CHECK_INT(0, ARMCI_Get(part + o * kSlot, got, kSlot, t));
+      MP_CHECK_BYTES(want, got, kSlot, "contiguous put");
+      memset(got, 0, kSlot);
+      MP_CHECK_INT(0, ARMCI_Get(part + 2 * section + o * kSlot, got, kSlot, t));
+      MP_CHECK_BYTES(want, got, kSlot, "vector put");
+      MP_CHECK_INT(0, ARMCI_Get(part + 3 * section + o * kSlot, got, kSlot, t));
+      MP_CHECK_BYTES(want, got, kSlot, "nonblocking put");
+      /* The strided rows, gathered back by a strided get. */
+      int src_stride[1] = {256}, dst_stride[1] = {128}, count[2] = {128, 16};
+      memset(got, 0, kSlot);
+      MP_CHECK_INT(0, ARMCI_GetS(part + section + o * kSlot, src_stride, got, dst_stride, count, 1, t));
+      MP_CHECK_BYTES(want, got, 16 * 128, "strided put");
+    }
+    double sums[64];
+    MP_CHECK_INT(0, ARMCI_Get(part + 4 * section, sums, sizeof sums, t));
+    for (int i = 0; i < 64; i++) MP_CHECK_DBL(np * (np + 1) / 2.0, sums[i]);
+    long count = 0;
+    MP_CHECK_INT(0, ARMCI_Get(part + 5 * section, &count, sizeof count, t));
+    MP_CHECK_INT(np, (int)count);
+  }
+  ARMCI_Barrier();
+  free(src);
+  free(want);
+  free(got);
+}
+
 int main(int argc, char **argv) {
   mp_init(&argc, &argv);
   const int me = mp_me, np = mp_np, victim = np - 1;
@@ -179,6 +262,22 @@ int main(int argc, char **argv) {
     fflush(stdout);
     ARMCI_Barrier();
     MP_CHECK_INT(0, ARMCI_Free(base[me]));
+    ARMCI_Finalize();
+    mp_pass("mp_faults", me);
+    return 0;
+  }
+  if (strcmp(c, "fallback") == 0) {
+    MP_CHECK(argc == 4, "usage: mp_faults fallback BIG SMALL");
+    const long kib = me < np / 2 ? atol(argv[2]) : atol(argv[3]);
+    MP_CHECK((size_t)kib * 1024 >= 7 * (size_t)np * kSlot, "parts of %ld KiB are too small", kib);
+    MP_CHECK_INT(0, ARMCI_Malloc(base, (armci_size_t)kib * 1024));
+    printf("allocated %ld KiB rank %d\n", kib, me);
+    fflush(stdout);
+    fallback_case(me, np, base);
+    printf("moved rank %d\n", me);
+    fflush(stdout);
+    MP_CHECK_INT(0, ARMCI_Free(base[me]));
+    free(base);
     ARMCI_Finalize();
     mp_pass("mp_faults", me);
     return 0;

@@ -113,5 +113,19 @@ TEST(SettingsDeathTest, UnknownWindowReorderingIsRefused) {
               "setting ARMCI_WIN_REORDER='gets_first' is not one of none, gets-first, combine");
 }
 
+TEST(Settings, ShmFallbackIsNetworkByDefaultAndCanBeAnError) {
+  EXPECT_EQ(Settings::from_environment().shm_fallback, ShmFallback::network);
+  EXPECT_EQ(row(Settings::from_environment().rows(), "ARMCI_SHM_FALLBACK")->value, "network");
+  ScopedVariable error("ARMCI_SHM_FALLBACK", "error");
+  EXPECT_EQ(Settings::from_environment().shm_fallback, ShmFallback::error);
+  EXPECT_EQ(row(Settings::from_environment().rows(), "ARMCI_SHM_FALLBACK")->value, "error");
+}
+
+TEST(SettingsDeathTest, UnknownShmFallbackIsRefused) {
+  ScopedVariable bad("ARMCI_SHM_FALLBACK", "tcp");
+  EXPECT_EXIT(Settings::from_environment(), ::testing::ExitedWithCode(1),
+              "setting ARMCI_SHM_FALLBACK='tcp' is not one of network, error, always");
+}
+
 }  // namespace
 }  // namespace armci
