@@ -18,6 +18,16 @@ if [ "${ARMCI_TEST_STRESS:-1}" != 0 ]; then
     MP_TIMEOUT=300 tests/mp/run-mp-tests.sh 2>&1 | tee stress.log || status=1
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
+# AddressSanitizer + UndefinedBehaviorSanitizer: the unit tests and the data
+# tests at np 2 in shm and UCX, built apart in build-asan/ (about 12 minutes
+# on an idle 2-core machine, mostly the build; ARMCI_TEST_SANITIZERS=0 skips
+# it). The whole of scripts/sanitize.sh asan and tsan stays a local run.
+if [ "${ARMCI_TEST_SANITIZERS:-1}" != 0 ]; then
+  ARMCI_SANITIZE_BUILD_DIR="$build-asan" MP_NPS=2 MP_MODES="shm ucx" \
+    MP_TESTS="mp_basic mp_acc mp_nonblocking mp_random mp_rmw mp_strided mp_aggregate mp_regcache mp_groups mp_msg mp_windows mp_win_reorder:combine mp_errors:range" \
+    "$top/scripts/sanitize.sh" asan 2>&1 | tee sanitize-asan.log || status=1
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
 # The same suite over raw verbs, in the Soft-RoCE VM (ARMCI_TEST_VERBS=0 skips it
 # for a quick local run; CI always runs it).
 if [ "${ARMCI_TEST_VERBS:-1}" != 0 ]; then
@@ -61,6 +71,10 @@ add_runner() {  # the "N passed, M failed" lines of the multi-process runner
 [ -f tests/unit/unit_tests.log ] && add_gtest tests/unit/unit_tests.log
 [ -f tests/mp/run-mp-tests.sh.log ] && add_runner tests/mp/run-mp-tests.sh.log
 [ -f stress.log ] && [ "${ARMCI_TEST_STRESS:-1}" != 0 ] && add_runner stress.log
+if [ -f sanitize-asan.log ] && [ "${ARMCI_TEST_SANITIZERS:-1}" != 0 ]; then
+  add_gtest sanitize-asan.log
+  add_runner sanitize-asan.log
+fi
 # The Fortran programs and the NAS kernels (when configure built them).
 for log in fortran/run-fortran-tests.sh.log nas-kernels/run-nas-tests.sh.log; do
   [ -f "$log" ] && add_runner "$log"
