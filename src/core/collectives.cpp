@@ -294,7 +294,7 @@ std::size_t Collectives::receive_local_or_network(const char* call, Channel chan
     if (!fold) {
       if (total > 0 && !platform::read_process_memory(pid, remote, into, total)) read_failed();
     } else {
-      constexpr std::size_t kStretch = 128 * 1024;  // read, then combined while still in the cache
+      constexpr std::size_t kStretch = 512 * 1024;  // read, then combined while still in the (2 MiB) L2
       stretch_.resize(kStretch);
       for (std::size_t at = 0; at < total; at += kStretch) {
         const std::size_t bytes = std::min(kStretch, total - at);
