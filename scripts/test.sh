@@ -21,11 +21,23 @@ fi
 # AddressSanitizer + UndefinedBehaviorSanitizer: the unit tests and the data
 # tests at np 2 in shm and UCX, built apart in build-asan/ (about 12 minutes
 # on an idle 2-core machine, mostly the build; ARMCI_TEST_SANITIZERS=0 skips
-# it). The whole of scripts/sanitize.sh asan and tsan stays a local run.
+# it). The whole of scripts/sanitize.sh asan and tsan stays a local run;
+# CI runs the subsets here.
 if [ "${ARMCI_TEST_SANITIZERS:-1}" != 0 ]; then
   ARMCI_SANITIZE_BUILD_DIR="$build-asan" MP_NPS=2 MP_MODES="shm ucx" \
     MP_TESTS="mp_basic mp_acc mp_nonblocking mp_random mp_rmw mp_strided mp_aggregate mp_regcache mp_groups mp_msg mp_windows mp_win_reorder:combine mp_errors:range" \
     "$top/scripts/sanitize.sh" asan 2>&1 | tee sanitize-asan.log || status=1
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
+# ThreadSanitizer: the unit tests and the programs where the helper thread
+# and the application's thread meet (progress, nonblocking handles, the
+# host-assisted and buffered protocols, atomics, window queues), at np 2 in
+# shm and UCX, built apart in build-tsan/ (about 11 minutes on an idle
+# 2-core machine; ARMCI_TEST_SANITIZERS=0 skips it too).
+if [ "${ARMCI_TEST_SANITIZERS:-1}" != 0 ]; then
+  ARMCI_SANITIZE_BUILD_DIR="$build-tsan" MP_NPS=2 MP_MODES="shm ucx" \
+    MP_TESTS="mp_basic mp_nonblocking mp_random mp_rmw mp_aggregate mp_strided mp_win_reorder:combine" \
+    "$top/scripts/sanitize.sh" tsan 2>&1 | tee sanitize-tsan.log || status=1
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 # The same suite over raw verbs, in the Soft-RoCE VM (ARMCI_TEST_VERBS=0 skips it
@@ -74,6 +86,10 @@ add_runner() {  # the "N passed, M failed" lines of the multi-process runner
 if [ -f sanitize-asan.log ] && [ "${ARMCI_TEST_SANITIZERS:-1}" != 0 ]; then
   add_gtest sanitize-asan.log
   add_runner sanitize-asan.log
+  if [ -f sanitize-tsan.log ]; then
+    add_gtest sanitize-tsan.log
+    add_runner sanitize-tsan.log
+  fi
 fi
 # The Fortran programs and the NAS kernels (when configure built them).
 for log in fortran/run-fortran-tests.sh.log nas-kernels/run-nas-tests.sh.log; do
