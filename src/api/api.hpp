@@ -76,7 +76,8 @@ inline Runtime& runtime(const char* call) {
   set_current_call(call);
   // A dead peer's memory is gone from the job, over shared memory too:
   // calls that never wait (same-node copies) still look now and then.
-  static thread_local unsigned calls = 0;
+  // (initial-exec: see t_call in peer_failure.cpp)
+  [[gnu::tls_model("initial-exec")]] static thread_local unsigned calls = 0;
   if ((++calls & 1023) == 0) [[unlikely]]
     probe_liveness();
   check_peers();

@@ -22,7 +22,11 @@ namespace {
 // threads in the library: one in Put, another in Barrier); the library's own
 // threads (helper, heartbeat, PMIx events) have none and name the call the
 // application was last in, which is the one their error ends.
-thread_local const char* t_call = nullptr;
+// Set at every entry point, so in the initial-exec TLS model: one load
+// from %fs, where a shared library's default model calls __tls_get_addr
+// (a quarter of an 8-byte armci_msg_bcast). The few bytes fit glibc's
+// static TLS surplus should a program dlopen the library.
+[[gnu::tls_model("initial-exec")]] thread_local const char* t_call = nullptr;
 std::atomic<const char*> g_call{nullptr};
 // The collective call in progress (require_all_alive), compared with g_call
 // by waits: a wait of a collective ends at once on a death.
@@ -37,7 +41,7 @@ std::set<const char*> g_told;   // under g_mutex: calls whose error was printed
 std::function<void(int)> g_death_hook;
 std::function<void()> g_probe;
 std::atomic<std::int64_t> g_next_probe_ns{0};
-thread_local bool t_returned_error = false;
+[[gnu::tls_model("initial-exec")]] thread_local bool t_returned_error = false;
 
 std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
