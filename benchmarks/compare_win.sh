@@ -33,6 +33,9 @@ for l in labels:
         for r in csv.DictReader(f):
             a = f"({float(r['armci_q1_us']):.3f}-{float(r['armci_q3_us']):.3f})"
             m = f"({float(r['mpi_q1_us']):.3f}-{float(r['mpi_q3_us']):.3f})"
+            # overlap cells: the overlap % of each (win_bench's overlap section)
+            ov = (f"  overlap {float(r['armci_overlap_pct']):.0f}% vs {float(r['mpi_overlap_pct']):.0f}%"
+                  if r.get("armci_overlap_pct") else "")
             print(f"{l:<9} {r['op']:<18} {float(r['armci_us']):>9.3f} {a:<17} {float(r['mpi_us']):>9.3f} {m:<17} "
-                  f"{float(r['mpi_over_armci']):>9.2f}")
+                  f"{float(r['mpi_over_armci']):>9.2f}{ov}")
 PY

@@ -18,6 +18,15 @@
  *   epoch16_lock        lock exclusive + 16 puts of 8 B, then 16 gets of 8 B
  *                       + unlock (what ARMCI_WIN_REORDER reorders)
  *   epoch16_fence       the same 16 + 16 between two fences
+ *   fence_nbr8          an 8 B put to each of the ranks r+-1..r+-4 (mod np;
+ *                       the distinct ones other than r: fewer than 8 below
+ *                       np 9, the output says how many) + one fence
+ *   overlap_<size>      lock exclusive + put of <size> (64 KiB .. 1 MiB) +
+ *                       computation for about the epoch's own time without
+ *                       it (calibrated per implementation) + unlock; the
+ *                       overlap fraction is computed as overlap_bench does
+ *                       from the epoch alone, the computation alone and
+ *                       both (0%: they add up, 100%: the transfer hidden)
  * Samples of the two alternate (which goes first alternates too); each is a
  * calibrated number of back-to-back epochs between two MPI_Barriers, timed
  * on rank 0. Each cell is checked once before timing: the value written
@@ -32,21 +41,33 @@
 
 #include "armci_win.h"
 #include "harness.h"
+#include "bench_compute.h"
 
 enum op { OP_LPU_X, OP_LPU_S, OP_LU, OP_FENCE_EMPTY, OP_FENCE_PUT, OP_PSCW, OP_LPU_SIZE, OP_CONTEND, OP_HALO,
-          OP_E16_LOCK, OP_E16_FENCE };
+          OP_E16_LOCK, OP_E16_FENCE, OP_FENCE_NBR8, OP_OVERLAP };
 static const char *op_names[] = {"lock_put_unlock_x", "lock_put_unlock_s", "lock_unlock", "fence_empty",
                                  "fence_put",         "pscw_ring",         NULL,          NULL,
-                                 NULL,                "epoch16_lock",      "epoch16_fence"};
+                                 NULL,                "epoch16_lock",      "epoch16_fence",
+                                 "fence_nbr8",        NULL};
 /* epoch16: puts into the first 16 words, gets from 16 words at the end of
  * the window that nothing writes. */
 enum { E16 = 16 };
 static size_t e16_gets;
 static long e16_got[E16];
-enum { MAX_PUT = 1 << 20, MAX_HALO = 1 << 16, MAX_CELLS = 64 };
+enum { MAX_PUT = 1 << 20, MAX_HALO = 1 << 16, MAX_CELLS = 64, MAX_LOCKERS = 8 };
 /* The window: [0, MAX_PUT) the lock cells' target, then one slot of 8 B
- * per rank (contention), then two halo slots. */
-static size_t slot_offset, halo_offset, win_bytes;
+ * per rank (contention), then two halo slots, the epoch16 gets' words and
+ * one slot of 8 B per rank (fence_nbr8: the slot of the rank that writes). */
+static size_t slot_offset, halo_offset, nbr_offset, win_bytes;
+/* fence_nbr8: the distinct ranks among r+-1..r+-4 mod np other than r; the
+ * relation is symmetric, so they are also the ranks that write here. */
+static int nbrs[8], nnbrs;
+/* overlap cells: what the epoch runs (the transfer, both, the computation
+ * alone) and the kernel's speed on this rank's core (a first guess: the
+ * calibration then times the computation itself). */
+enum overlap_part { OV_BOTH, OV_COMM, OV_COMPUTE };
+static enum overlap_part overlap_part = OV_BOTH;
+static double units_per_us;
 static unsigned char *payload; /* MAX_PUT bytes, its first long the value */
 enum impl { IMPL_ARMCI, IMPL_MPI, NIMPLS };
 
@@ -69,6 +90,10 @@ struct cell {
   char name[24];
   long iters;
   double samples[NIMPLS][BENCH_MAX_REPS];
+  /* OP_OVERLAP: kernel units per epoch, and the samples of the transfer
+   * alone and of the computation alone (samples[] holds both together). */
+  long units[NIMPLS];
+  double comm[NIMPLS][BENCH_MAX_REPS], comp[NIMPLS][BENCH_MAX_REPS];
 };
 static struct cell cells[MAX_CELLS];
 static int ncells;
@@ -96,6 +121,8 @@ static void add_cell(enum op op, size_t bytes, int lockers) {
     snprintf(c->name, sizeof c->name, "halo_%s", format_bytes((long)bytes, size, sizeof size));
   else if (op == OP_CONTEND)
     snprintf(c->name, sizeof c->name, "contend_%d", lockers);
+  else if (op == OP_OVERLAP)
+    snprintf(c->name, sizeof c->name, "overlap_%s", format_bytes((long)bytes, size, sizeof size));
   else
     snprintf(c->name, sizeof c->name, "%s", op_names[op]);
   if (!cell_wanted(c->name)) ncells--;
@@ -104,6 +131,21 @@ static void add_cell(enum op op, size_t bytes, int lockers) {
 static void armci_epoch(const struct cell *c, long value) {
   const enum op op = c->op;
   switch (op) {
+    case OP_OVERLAP:
+      if (overlap_part == OV_COMPUTE) {
+        kernel_run(c->units[IMPL_ARMCI]);
+        break;
+      }
+      memcpy(payload, &value, sizeof value);
+      ARMCI_Win_lock(ARMCI_WIN_LOCK_EXCLUSIVE, right, 0, awin);
+      ARMCI_Win_put(payload, c->bytes, right, 0, awin);
+      if (overlap_part == OV_BOTH) kernel_run(c->units[IMPL_ARMCI]);
+      ARMCI_Win_unlock(right, awin);
+      break;
+    case OP_FENCE_NBR8:
+      for (int j = 0; j < nnbrs; j++) ARMCI_Win_put(&value, sizeof value, nbrs[j], nbr_offset + 8 * (size_t)me, awin);
+      ARMCI_Win_fence(0, awin);
+      break;
     case OP_LPU_SIZE:
       memcpy(payload, &value, sizeof value);
       ARMCI_Win_lock(ARMCI_WIN_LOCK_EXCLUSIVE, right, 0, awin);
@@ -161,6 +203,22 @@ static void armci_epoch(const struct cell *c, long value) {
 static void mpi_epoch(const struct cell *c, long value) {
   const enum op op = c->op;
   switch (op) {
+    case OP_OVERLAP:
+      if (overlap_part == OV_COMPUTE) {
+        kernel_run(c->units[IMPL_MPI]);
+        break;
+      }
+      memcpy(payload, &value, sizeof value);
+      MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, mwin);
+      MPI_Put(payload, (int)c->bytes, MPI_BYTE, right, 0, (int)c->bytes, MPI_BYTE, mwin);
+      if (overlap_part == OV_BOTH) kernel_run(c->units[IMPL_MPI]);
+      MPI_Win_unlock(right, mwin);
+      break;
+    case OP_FENCE_NBR8:
+      for (int j = 0; j < nnbrs; j++)
+        MPI_Put(&value, 1, MPI_LONG, nbrs[j], (MPI_Aint)(nbr_offset + 8 * (size_t)me), 1, MPI_LONG, mwin);
+      MPI_Win_fence(0, mwin);
+      break;
     case OP_LPU_SIZE:
       memcpy(payload, &value, sizeof value);
       MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, mwin);
@@ -218,7 +276,8 @@ static void mpi_epoch(const struct cell *c, long value) {
 
 /* Fence cells run inside an open fence epoch; the others outside one. */
 static void open_epochs(enum op op, int open) {
-  const int fence = op == OP_FENCE_EMPTY || op == OP_FENCE_PUT || op == OP_HALO || op == OP_E16_FENCE;
+  const int fence =
+      op == OP_FENCE_EMPTY || op == OP_FENCE_PUT || op == OP_HALO || op == OP_E16_FENCE || op == OP_FENCE_NBR8;
   if (!fence) return;
   ARMCI_Win_fence(open ? 0 : ARMCI_WIN_MODE_NOSUCCEED, awin);
   MPI_Win_fence(open ? 0 : MPI_MODE_NOSUCCEED, mwin);
@@ -275,6 +334,15 @@ static int cell_holds(const struct cell *c, const unsigned char *base, const cha
       memcpy(&v, base + halo_offset, sizeof v);
       *what = "halo from the left";
       break;
+    case OP_FENCE_NBR8:
+      for (int j = 0; j < nnbrs; j++) {
+        memcpy(&v, base + nbr_offset + 8 * (size_t)nbrs[j], sizeof v);
+        if (v != cell_value(c, nbrs[j])) {
+          *what = "the slot of a neighbour", *got = v, *want = cell_value(c, nbrs[j]);
+          return 0;
+        }
+      }
+      return 1;
     case OP_E16_LOCK:
     case OP_E16_FENCE:
       for (int j = 0; j < E16; j++) {
@@ -298,7 +366,7 @@ static int cell_holds(const struct cell *c, const unsigned char *base, const cha
  * this rank's window (written by the neighbours or the lockers). */
 static void check_cell(const struct cell *c) {
   if (c->op == OP_LU || c->op == OP_FENCE_EMPTY) return;
-  const int fence = c->op == OP_FENCE_PUT || c->op == OP_HALO || c->op == OP_E16_FENCE;
+  const int fence = c->op == OP_FENCE_PUT || c->op == OP_HALO || c->op == OP_E16_FENCE || c->op == OP_FENCE_NBR8;
   const int e16 = c->op == OP_E16_LOCK || c->op == OP_E16_FENCE;
   MPI_Barrier(MPI_COMM_WORLD);
   /* The gets read words nobody writes (0xff bytes): -1 once complete. */
@@ -343,10 +411,39 @@ static void pass_fn(void *ctx, int pass) {
       struct bench_calibration cal = {sample_s, 0.25, 1, 1, 1, 1L << 22};
       c->iters = bench_calibrate(&cal, run_both, c) / 2;
       if (c->iters < 1) c->iters = 1;
+      /* Each implementation computes for about its own epoch's time
+       * (rank 0's, which every rank receives; the fastest of three, as a
+       * preempted run only looks slower), on its own core's speed. */
+      if (c->op == OP_OVERLAP)
+        for (int impl = 0; impl < NIMPLS; impl++) {
+          overlap_part = OV_COMM;
+          double t = timed(c, (enum impl)impl, c->iters);
+          for (int k = 0; k < 2; k++) {
+            const double again = timed(c, (enum impl)impl, c->iters);
+            if (again < t) t = again;
+          }
+          t /= (double)c->iters;
+          c->units[impl] = (long)(t * 1e6 * units_per_us) + 1;
+          /* Then the computation timed as the samples time it (rank 0's
+           * clock, the other ranks computing too: at np > cores they share
+           * the cores), and scaled to the epoch's time, twice. */
+          overlap_part = OV_COMPUTE;
+          for (int k = 0; k < 2; k++) {
+            const double comp = timed(c, (enum impl)impl, c->iters) / (double)c->iters;
+            if (comp > 0) c->units[impl] = (long)((double)c->units[impl] * t / comp) + 1;
+          }
+          overlap_part = OV_BOTH;
+        }
     } else {
       for (int j = 0; j < NIMPLS; j++) {
         const enum impl impl = (enum impl)((j + pass) % NIMPLS);
         c->samples[impl][pass - 1] = timed(c, impl, c->iters) / (double)c->iters;
+        if (c->op != OP_OVERLAP) continue;
+        overlap_part = OV_COMM;
+        c->comm[impl][pass - 1] = timed(c, impl, c->iters) / (double)c->iters;
+        overlap_part = OV_COMPUTE;
+        c->comp[impl][pass - 1] = timed(c, impl, c->iters) / (double)c->iters;
+        overlap_part = OV_BOTH;
       }
     }
     open_epochs(c->op, 0);
@@ -364,7 +461,17 @@ static const struct bench_col cols[] = {
     {NULL, "armci_q3_us", COL_DOUBLE, 0, 0, 4},
     {NULL, "mpi_q1_us", COL_DOUBLE, 0, 0, 4},
     {NULL, "mpi_q3_us", COL_DOUBLE, 0, 0, 4},
+    {NULL, "armci_overlap_pct", COL_DOUBLE, 0, 0, 1},
+    {NULL, "mpi_overlap_pct", COL_DOUBLE, 0, 0, 1},
 };
+
+/* overlap_bench's figure from the medians: 100 (comm + compute - total) /
+ * min(comm, compute), clipped to 0..100. */
+static double overlap_pct(double comm, double comp, double total) {
+  const double lo = comm < comp ? comm : comp;
+  double ov = lo > 0 ? 100.0 * (comm + comp - total) / lo : 0;
+  return ov < 0 ? 0 : ov > 100 ? 100 : ov;
+}
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
@@ -389,7 +496,17 @@ int main(int argc, char **argv) {
   slot_offset = MAX_PUT;
   halo_offset = slot_offset + 8 * (size_t)np;
   e16_gets = halo_offset + 2 * MAX_HALO;
-  win_bytes = e16_gets + 8 * E16;
+  nbr_offset = e16_gets + 8 * E16;
+  win_bytes = nbr_offset + 8 * (size_t)np;
+  for (int k = 1; k <= 4; k++)
+    for (int sign = -1; sign <= 1; sign += 2) {
+      const int r = ((me + sign * k) % np + np) % np;
+      int seen = r == me;
+      for (int j = 0; j < nnbrs; j++) seen |= nbrs[j] == r;
+      if (!seen) nbrs[nnbrs++] = r;
+    }
+  kernel_init();
+  units_per_us = kernel_units_per_us(0.02);
   payload = calloc(MAX_PUT, 1);
   if (payload == NULL) die("out of memory");
   BENCH_CHECK(ARMCI_Win_allocate(win_bytes, 1, NULL, (void **)&abase, &awin), "ARMCI_Win_allocate");
@@ -412,16 +529,22 @@ int main(int argc, char **argv) {
   size_t last = 0;
   for (size_t bytes = 8; bytes <= MAX_PUT; bytes *= 8) add_cell(OP_LPU_SIZE, last = bytes, 0);
   if (last != MAX_PUT) add_cell(OP_LPU_SIZE, MAX_PUT, 0);
-  for (int k = 1; k <= np; k++) add_cell(OP_CONTEND, 8, k);
+  for (int k = 1; k <= np && k <= MAX_LOCKERS; k++) add_cell(OP_CONTEND, 8, k);
   for (size_t bytes = 8; bytes <= MAX_HALO; bytes *= 64) add_cell(OP_HALO, bytes, 0);
   add_cell(OP_E16_LOCK, 8, 0);
   add_cell(OP_E16_FENCE, 8, 0);
+  add_cell(OP_FENCE_NBR8, 8, 0);
+  for (size_t bytes = 64 << 10; bytes <= MAX_PUT; bytes *= 4) add_cell(OP_OVERLAP, bytes, 0);
   if (ncells == 0) die("--cells %s: no cell's name starts so", only_cells);
 
   const struct bench_table table = BENCH_TABLE(cols);
   if (me == 0) {
     bench_csv_open(csv_path, &table, reps);
     print_settings(stdout);
+    for (int k = 0; k < ncells; k++)
+      if (cells[k].op == OP_FENCE_NBR8)
+        printf("# fence_nbr8: %d distinct neighbour%s (r+-1..r+-4 mod np %d, self excluded)%s\n", nnbrs,
+               nnbrs == 1 ? "" : "s", np, nnbrs < 8 ? ": fewer than 8 at this np" : "");
   }
   struct bench_run run;
   bench_run_begin(&run);
@@ -435,8 +558,28 @@ int main(int argc, char **argv) {
       char qa[48], qm[48];
       snprintf(qa, sizeof qa, "(%.3f-%.3f)", 1e6 * a.q1, 1e6 * a.q3);
       snprintf(qm, sizeof qm, "(%.3f-%.3f)", 1e6 * m.q1, 1e6 * m.q3);
+      double ova = NAN, ovm = NAN;
+      if (c->op == OP_OVERLAP) {
+        ova = overlap_pct(bench_median(c->comm[IMPL_ARMCI], reps), bench_median(c->comp[IMPL_ARMCI], reps), a.median);
+        ovm = overlap_pct(bench_median(c->comm[IMPL_MPI], reps), bench_median(c->comp[IMPL_MPI], reps), m.median);
+      }
       bench_row(&table, c->name, 1e6 * a.median, qa, 1e6 * m.median, qm, m.median / a.median, 1e6 * a.q1,
-                1e6 * a.q3, 1e6 * m.q1, 1e6 * m.q3);
+                1e6 * a.q3, 1e6 * m.q1, 1e6 * m.q3, ova, ovm);
+    }
+    int header = 0;
+    for (int k = 0; k < ncells; k++) {
+      const struct cell *c = &cells[k];
+      if (c->op != OP_OVERLAP) continue;
+      if (!header++)
+        printf("\n# overlap cells: medians in us of the epoch alone (comm), the computation alone (compute) and\n"
+               "# both (total); overlap %% = 100 (comm + compute - total) / min(comm, compute), clipped to 0..100\n"
+               "%-14s %-6s %10s %10s %10s %9s\n", "op", "impl", "comm", "compute", "total", "overlap%");
+      for (int impl = 0; impl < NIMPLS; impl++) {
+        const double comm = bench_median(c->comm[impl], reps), comp = bench_median(c->comp[impl], reps),
+                     total = bench_median(c->samples[impl], reps);
+        printf("%-14s %-6s %10.2f %10.2f %10.2f %9.1f\n", c->name, impl == IMPL_ARMCI ? "armci" : "mpi", 1e6 * comm,
+               1e6 * comp, 1e6 * total, overlap_pct(comm, comp, total));
+      }
     }
     bench_csv_finish();
   }

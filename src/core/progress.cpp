@@ -122,9 +122,18 @@ void Progress::place_helper() {
 // woken by every completion would cost more than it serves (7x on put+fence
 // over verbs). So it sleeps in steps and arms the network's wakeup only once
 // a whole step went by without the application progressing. Steps double
-// while the application stays busy (up to 64 times the first), so a long run
-// of library calls costs a few wakeups a second, and start again short once
-// it has gone. A pipeline left unfinished by a nonblocking call kicks it
+// while the application stays busy, up to 4 times the first (800 us by
+// default): the longest step is how long a peer may wait for us once the
+// application has left the library (for MPI, or to compute), and a peer's
+// operation can need this process's CPU (UCX over TCP emulates atomics and
+// puts by messages the target's progress answers). At 64 times (12.8 ms) a
+// window epoch over UCX/TCP whose target had just gone into MPI_Barrier
+// took that long, and win_bench's lock + put + unlock read 0.1-1.9 ms
+// instead of 56-70 us. The shorter bound costs about 1250 wakeups a second
+// (some 13 us of CPU each on a loaded machine, 1.5-2% of the core) only
+// while the application waits inside the library, where it spins anyway;
+// while it computes the helper sleeps on the network's wakeup as before.
+// Steps start again short once it has gone. A pipeline left unfinished by a nonblocking call kicks it
 // awake at once: its copies are what the application overlaps. Asleep
 // without background work it listens only for what peers send: the
 // completions of the application's own operations are the application's to
@@ -132,7 +141,7 @@ void Progress::place_helper() {
 // came back to the library.
 void Progress::helper_loop(int wakeup) {
   const long shortest_ns = settings_.progress_idle_us * 1000;
-  const long longest_ns = shortest_ns * 64;
+  const long longest_ns = shortest_ns * 4;
   // Spinning on a shared core only takes it from the application.
   const bool spin = settings_.helper == HelperMode::spin && !shares_core_;
   const auto spin_for = std::chrono::microseconds(settings_.helper_spin_us);
