@@ -423,13 +423,27 @@ void Window::acquire(const char* call, int rank, bool exclusive) {
   ++(cpu_locks_ ? counters_.intra_node : counters_.network);
 }
 
+// A word no correct sequence of lock operations leaves: a parked word
+// without its writer bit, a parked word claimed, a reader count that went
+// below zero. Without this check such a word would keep every locker
+// retrying for ever.
+static void check_word(const char* call, int rank, bool cpu, std::uint64_t old) {
+  const std::uint64_t readers = old & (kClaimed - 1);
+  if (((old & kParked) && (!(old & kWriter) || (old & kClaimed))) || readers > (std::uint64_t{1} << 32))
+    fail(call, "argument 'rank' (%d): the window's %s lock word at that rank reads 0x%llx, which no lock "
+               "sequence leaves (a peer released a lock it did not hold, or memory was overwritten)",
+         rank, cpu ? "CPU" : "network", static_cast<unsigned long long>(old));
+}
+
 bool Window::try_word(const char* call, int rank, bool cpu, bool exclusive, std::uint64_t& old) {
   const Sync::Word w = word(rank, cpu ? kCpuWord : kNetworkWord);
   if (exclusive) {
     old = lock_compare_swap(call, w, 0, kWriter, cpu);
+    if (old != 0) check_word(call, rank, cpu, old);
     return old == 0;
   }
   old = lock_fetch_add(call, w, 1, cpu);
+  check_word(call, rank, cpu, old);
   // A claim from off the node also keeps new readers out, so C drains.
   if (!(old & (kWriter | kClaimed))) return true;
   lock_fetch_add(call, w, ~std::uint64_t{0}, cpu);  // back out

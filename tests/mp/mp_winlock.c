@@ -1,6 +1,6 @@
 /* mp_winlock: hybrid window locks that migrate between CPU and network
- * atomics (ARMCI_WIN_LOCK_MIGRATE; this program sets "always" unless the
- * environment names a policy).
+ * atomics (ARMCI_WIN_LOCK_MIGRATE; this program sets "always" unless
+ * MP_WINLOCK_POLICY or ARMCI_WIN_LOCK_MIGRATE names a policy).
  *  - exclusive counters: every rank locks every target exclusively ROUNDS
  *    times, in an order that differs per rank, so node neighbours (CPU
  *    atomics) and ranks off the node (network atomics) take turns on each
@@ -15,6 +15,7 @@
  *    ways (a deterministic phase forces one of each). */
 #include "mp_common.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +45,10 @@ static void exclusive_counters(void) {
       MP_CHECK_INT(0, ARMCI_Win_get(&v, sizeof v, target, 0, win));
       MP_CHECK_INT(0, ARMCI_Win_flush(target, win));
       MP_CHECK(v >= 0 && v < (long)ROUNDS * mp_np, "counter at rank %d read %ld", target, v);
+      /* Holding the lock across a yield now and then (2 cores, 4 ranks)
+       * widens the window in which a second holder, let in by a migration
+       * that did not wait, would overwrite this increment. */
+      if ((i + k) % 3 == 0) sched_yield();
       v += 1;
       MP_CHECK_INT(0, ARMCI_Win_put(&v, sizeof v, target, 0, win));
       MP_CHECK_INT(0, ARMCI_Win_unlock(target, win));
@@ -66,6 +71,7 @@ static void readers_and_writers(void) {
        * let in meanwhile sees two values. */
       MP_CHECK_INT(0, ARMCI_Win_put(pattern, sizeof pattern / 2, target, 1, win));
       MP_CHECK_INT(0, ARMCI_Win_flush(target, win));
+      if (i % 2 == 0) sched_yield();
       MP_CHECK_INT(0, ARMCI_Win_put(pattern + PATTERN / 2, sizeof pattern / 2, target, 1 + PATTERN / 2, win));
       MP_CHECK_INT(0, ARMCI_Win_unlock(target, win));
     } else {
@@ -102,8 +108,11 @@ static void forced_migrations(int other) {
 }
 
 int main(int argc, char **argv) {
-  if (getenv("ARMCI_WIN_LOCK_MIGRATE") == NULL) setenv("ARMCI_WIN_LOCK_MIGRATE", "always", 1);
-  const char *policy = getenv("ARMCI_WIN_LOCK_MIGRATE");
+  /* The runner clears ARMCI_* settings: MP_WINLOCK_POLICY picks another. */
+  const char *policy = getenv("MP_WINLOCK_POLICY");
+  if (policy == NULL) policy = getenv("ARMCI_WIN_LOCK_MIGRATE");
+  if (policy == NULL) policy = "always";
+  setenv("ARMCI_WIN_LOCK_MIGRATE", policy, 1);
   mp_init(&argc, &argv);
   MP_CHECK_INT(0, ARMCI_Win_allocate((1 + PATTERN) * sizeof(long), sizeof(long), NULL, (void **)&base, &win));
   memset(base, 0, (1 + PATTERN) * sizeof(long));
