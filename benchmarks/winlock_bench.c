@@ -130,7 +130,7 @@ int main(int argc, char **argv) {
       const struct bench_stats s = bench_stats(samples[c], reps);
       bench_row(&table, names[c], policy, s.median, s.q1, s.q3);
     }
-    bench_run_print(&run, "");
+    bench_run_print(&run, "%s", "");
     bench_csv_finish();
   }
   BENCH_CHECK(ARMCI_Win_free(&win), "ARMCI_Win_free");

@@ -138,7 +138,13 @@ Window::Window(const char* call, WindowParts parts, const Group& group, void* ba
     if (parts_.peers.reached_by_network(world(r)) || control_->local(parts_.peers, world(r)) == nullptr)
       cpu_locks_ = false;
   const auto un = static_cast<std::size_t>(n);
-  hybrid_ = !cpu_locks_ && parts_.lock_migrate != WinLockMigrate::pinned && parts_.progress.has_network();
+  // A claim from off the node is served by the target's helper thread;
+  // without one it would wait until the target's application next calls
+  // the library, and a passive target may compute for long: such windows
+  // keep network atomics, which need no target CPU at all. Every member
+  // decides alike (the settings are the job's).
+  hybrid_ = !cpu_locks_ && parts_.lock_migrate != WinLockMigrate::pinned && parts_.progress.has_network() &&
+            parts_.progress.helper_running();
   if (hybrid_) {
     cpu_reach_.assign(un, 0);
     for (int r = 0; r < n; ++r)
