@@ -41,7 +41,12 @@
 // or marks a held C with kClaimed so that no neighbour enters it any more
 // and it drains (the claimer asks again after a back-off). A granted claim
 // makes the claimer the holder of the parked N, which it unparks to itself
-// with a network add. Windows wholly on one node keep one CPU word.
+// with a network add. Readers, of either kind, only ever hold N (a
+// neighbour's reader that finds C in force moves the lock back to N the
+// same way, with its own CPU CAS on C): C has at most one holder, a writer,
+// so a claim waits for one epoch at most, and readers of both kinds share
+// the lock as they do without migration. Windows wholly on one node keep
+// one CPU word.
 //
 // Active target: fence writes an arrival flag at every member, ordered
 // after this rank's operations to it, and waits for every member's flag
@@ -466,8 +471,50 @@ void Window::acquire_hybrid(const char* call, int rank, bool exclusive) {
   auto flip = [&] {
     if (++flips > 1) backoff.pause();
   };
+  if (cpu_reach_[t] && !exclusive) {
+    // Readers always read on N, so readers of both kinds share the lock (a
+    // reader holding C would shut out a remote reader until it unlocks: a
+    // program that holds a shared lock across a barrier with one would
+    // hang). C thus only ever has one writer; a neighbour's reader that
+    // finds it in force brings the lock back to N itself, once C is free
+    // (a pending claim from off the node wants the same).
+    std::atomic_ref<std::uint64_t> c(*reinterpret_cast<std::uint64_t*>(word(rank, kCpuWord).local));
+    for (;;) {
+      if (!mode_cpu_[t]) {
+        if (try_word(call, rank, false, false, old)) {
+          held_cpu_[t] = 0;
+          ++counters_.network;
+          return;
+        }
+        if (old & kParked) {
+          mode_cpu_[t] = 1;
+          flip();
+          continue;
+        }
+        backoff.pause();
+        continue;
+      }
+      old = c.load(std::memory_order_acquire);
+      if (old & kParked) {
+        mode_cpu_[t] = 0;
+        flip();
+        continue;
+      }
+      if ((old & ~kClaimed) == 0 && c.compare_exchange_strong(old, kWriter | kParked)) {
+        lock_fetch_add(call, word(rank, kNetworkWord), 0 - (kParked + kWriter - 1), false);  // N: a reader
+        mode_cpu_[t] = 0;
+        held_cpu_[t] = 0;
+        ++counters_.to_network;
+        ++counters_.network;
+        return;
+      }
+      check_word(call, rank, true, old);
+      backoff.pause();
+    }
+  }
   if (cpu_reach_[t]) {
-    // A node neighbour: C where it is in force; N otherwise, or a migration.
+    // A node neighbour's writer: C where it is in force; N otherwise, or a
+    // migration.
     for (;;) {
       if (mode_cpu_[t]) {
         if (try_word(call, rank, true, exclusive, old)) {
@@ -484,7 +531,7 @@ void Window::acquire_hybrid(const char* call, int rank, bool exclusive) {
         backoff.pause();
         continue;
       }
-      bool migrate = network_streak_[t] + 1 >= parts_.lock_migrate_after;
+      bool migrate = network_streak_[t] + 1 >= parts_.lock_migrate_after;  // (a writer: readers stay on N)
       // Only an exclusive holder may migrate: a reader who wants to tries
       // for the whole lock first, to become a reader on C, and else reads
       // on N as it is (waiting for the whole lock could deadlock with a
