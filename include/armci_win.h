@@ -95,6 +95,13 @@ int ARMCI_Win_gets(void *dst_ptr, int dst_stride_ar[], int src_stride_ar[], int 
 int ARMCI_Win_accs(int type, int op, void *src_ptr, int src_stride_ar[], int dst_stride_ar[], int count[],
                    int stride_levels, int rank, size_t disp, ARMCI_Win win);
 
+/* This rank's lock acquisitions on the window so far (extension): counts[0]
+ * taken with CPU atomics on a node neighbour's (or its own) mapping,
+ * counts[1] with network atomics, counts[2] migrations of a lock from
+ * network to CPU mode and counts[3] from CPU to network mode that this rank
+ * made to take a lock (ARMCI_WIN_LOCK_MIGRATE). Returns 0. */
+int ARMCIX_Win_lock_counters(ARMCI_Win win, long counts[4]);
+
 #ifdef __cplusplus
 }
 #endif

@@ -54,7 +54,9 @@ armci::WindowParts parts_of(armci::Runtime& r) {
                             r.transfers(),   r.sync(),
                             r.groups(),      r.collectives(),
                             r.vector_messages(), r.settings().win_sync_timeout_s,
-                            r.settings().win_reorder, r.settings().aggregate_piece_max};
+                            r.settings().win_reorder, r.settings().aggregate_piece_max,
+                            r.settings().win_lock_migrate, r.settings().win_lock_migrate_after,
+                            r.settings().verbose};
 }
 
 int make_window(const char* call, void* base, std::size_t bytes, int disp_unit, ARMCI_Group* group, ARMCI_Win* win,
@@ -253,6 +255,19 @@ ARMCI_API(int, ARMCI_Win_test, (ARMCI_Win win, int* flag)) {
   armci_win_s& w = window_of(call, win);
   if (flag == nullptr) fail(call, "argument 'flag' is NULL");
   *flag = w.test(call) ? 1 : 0;
+  return 0;
+}
+
+ARMCI_API(int, ARMCIX_Win_lock_counters, (ARMCI_Win win, long counts[4])) {
+  const char* call = "ARMCIX_Win_lock_counters";
+  runtime(call);
+  const armci_win_s& w = window_of(call, win);
+  if (counts == nullptr) fail(call, "argument 'counts' is NULL");
+  const auto& c = w.lock_counters();
+  counts[0] = static_cast<long>(c.intra_node);
+  counts[1] = static_cast<long>(c.network);
+  counts[2] = static_cast<long>(c.to_cpu);
+  counts[3] = static_cast<long>(c.to_network);
   return 0;
 }
 

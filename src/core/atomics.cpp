@@ -23,6 +23,18 @@ std::atomic_ref<T> atomic_at(std::byte* p) {
   return std::atomic_ref<T>(*reinterpret_cast<T*>(p));
 }
 
+// claim_at_target's request and answer (both ends are this library: plain
+// 64-bit fields).
+struct ClaimHeader {
+  std::uint64_t token;
+  std::uint64_t address;  // in the target's address space
+  std::uint64_t desired, claim, stop;
+};
+struct ClaimAnswer {
+  std::uint64_t token;
+  std::uint64_t old;
+};
+
 }  // namespace
 
 // ------------------------------------------------------------------ set-up
@@ -46,6 +58,9 @@ Sync::Sync(const Peers& peers, Memory& memory, Progress& progress, Completions& 
   notify_sent_.assign(n, 0);
   notify_waited_.assign(n, 0);
   for (int s = kLockSlots - 1; s >= 0; --s) free_slots_.push_back(s);
+  claim_kind_ = messages_.add("word-claim", [this](int source, auto header, auto) { handle_claim(source, header); });
+  claim_answer_kind_ = messages_.add("word-claim-answer",
+                                     [this](int source, auto header, auto) { handle_claim_answer(source, header); });
 }
 
 Sync::~Sync() {
@@ -150,6 +165,83 @@ void Sync::store64(const char* call, const Word& w, std::uint64_t value) {
     net.put(w.proc, std::span(&segment, 1), w.address, w.key, sent);
   });
   completions_.wait(call, sent);
+}
+
+// ------------------------------------------------------------------ claims
+
+void Sync::allow_claims(const Allocation& allocation, std::size_t offset, std::size_t bytes) {
+  const std::uintptr_t low = reinterpret_cast<std::uintptr_t>(allocation.own.address()) + offset;
+  std::lock_guard guard(claimable_mutex_);
+  claimable_.push_back(Claimable{&allocation, low, low + bytes});
+}
+
+void Sync::stop_claims(const Allocation& allocation) {
+  std::lock_guard guard(claimable_mutex_);
+  std::erase_if(claimable_, [&](const Claimable& c) { return c.allocation == &allocation; });
+}
+
+std::uint64_t Sync::claim_at_target(const char* call, const Word& w, std::uint64_t desired, std::uint64_t claim,
+                                    std::uint64_t stop) {
+  if (!progress_.has_network()) fail(call, "internal: a word claim at rank %d without a network layer", w.proc);
+  const ClaimHeader header{++claims_made_, w.address, desired, claim, stop};
+  claim_.token = header.token;
+  claim_.proc = w.proc;
+  claim_.answered.store(false, std::memory_order_relaxed);
+  messages_.expect_answer(w.proc);
+  platform::Completion sent;
+  progress_.with_network([&](platform::Network& net) {
+    net.send_message(w.proc, claim_kind_, std::as_bytes(std::span(&header, 1)), {}, sent);
+  });
+  progress_.until([&] { return sent.done() && claim_.answered.load(std::memory_order_acquire); });
+  if (sent.error.load()) fail(call, "sending a word claim to rank %d failed", w.proc);
+  claim_.proc = -1;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return claim_.old;
+}
+
+void Sync::handle_claim(int source, std::span<const std::byte> header) {
+  constexpr const char* call = "ARMCI_Win_lock (word claim)";
+  if (header.size() < sizeof(ClaimHeader))
+    fail(call, "a word claim from rank %d has a header of %zu bytes, not %zu", source, header.size(),
+         sizeof(ClaimHeader));
+  ClaimHeader h;
+  std::memcpy(&h, header.data(), sizeof h);
+  bool allowed = false;
+  {
+    std::lock_guard guard(claimable_mutex_);
+    for (const Claimable& c : claimable_)
+      allowed = allowed || (h.address >= c.low && h.address + 8 <= c.high && h.address % 8 == 0);
+  }
+  if (!allowed)
+    fail(call, "rank %d claimed the word at 0x%llx, which is no lock word of this rank's windows", source,
+         static_cast<unsigned long long>(h.address));
+  std::atomic_ref<std::uint64_t> word(*reinterpret_cast<std::uint64_t*>(static_cast<std::uintptr_t>(h.address)));
+  std::uint64_t old = word.load(std::memory_order_acquire);
+  for (;;) {
+    if (old & h.stop) break;
+    const std::uint64_t next = (old & ~h.claim) == 0 ? h.desired : old | h.claim;
+    if (next == old || word.compare_exchange_weak(old, next, std::memory_order_acq_rel)) break;
+  }
+  const ClaimAnswer answer{h.token, old};
+  // Not waited for: a small eager message the layer keeps until it is sent.
+  static platform::Completion answers_sent;
+  progress_.network_locked().send_message(source, claim_answer_kind_, std::as_bytes(std::span(&answer, 1)), {},
+                                          answers_sent);
+}
+
+void Sync::handle_claim_answer(int source, std::span<const std::byte> header) {
+  constexpr const char* call = "ARMCI_Win_lock (word claim answer)";
+  if (header.size() < sizeof(ClaimAnswer))
+    fail(call, "a word claim answer from rank %d has a header of %zu bytes, not %zu", source, header.size(),
+         sizeof(ClaimAnswer));
+  ClaimAnswer a;
+  std::memcpy(&a, header.data(), sizeof a);
+  if (source != claim_.proc || a.token != claim_.token || claim_.answered.load(std::memory_order_relaxed))
+    fail(call, "rank %d answered a word claim (token %llu) that was not made to it", source,
+         static_cast<unsigned long long>(a.token));
+  claim_.old = a.old;
+  claim_.answered.store(true, std::memory_order_release);
+  messages_.answered(source);
 }
 
 std::uint64_t Sync::load_own(std::size_t offset) const {

@@ -132,6 +132,22 @@ const Entry kEntries[] = {
                                     {WinReorder::none, WinReorder::gets_first, WinReorder::combine});
      },
      [](const Settings& s) -> std::string { return to_string(s.win_reorder); }},
+    {"ARMCI_WIN_LOCK_MIGRATE",
+     [](Settings& s, const char* n, const char* text) {
+       if (!std::strncmp(text, "after:", 6)) {
+         s.win_lock_migrate = WinLockMigrate::after;
+         s.win_lock_migrate_after = static_cast<unsigned>(parse_number(n, text + 6, 1, 1 << 30, 10));
+         return;
+       }
+       s.win_lock_migrate = parse_choice(n, text, {"pinned", "always", "after:N"},
+                                         {WinLockMigrate::pinned, WinLockMigrate::always, WinLockMigrate::after});
+       if (s.win_lock_migrate == WinLockMigrate::after) fail("ARMCI_Init", "setting %s='%s': N must be a number", n, text);
+       s.win_lock_migrate_after = 1;
+     },
+     [](const Settings& s) -> std::string {
+       if (s.win_lock_migrate == WinLockMigrate::after) return "after:" + std::to_string(s.win_lock_migrate_after);
+       return s.win_lock_migrate == WinLockMigrate::always ? "always" : "pinned";
+     }},
     number<FIELD(heartbeat_ms), 0, 3600000>("ARMCI_HEARTBEAT_MS"),
     number<FIELD(heartbeat_timeout_ms), 1, 86400000>("ARMCI_HEARTBEAT_TIMEOUT_MS"),
     number<FIELD(aggregate_bytes), 1024>("ARMCI_AGGREGATE_BYTES"),

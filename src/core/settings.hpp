@@ -27,6 +27,11 @@ enum class ProtocolChoice { automatic, direct, buffered, host };
 // closing synchronisation behind the epoch's gets, or also combine the
 // small ones to a target into one vector message.
 enum class WinReorder { none, gets_first, combine };
+// ARMCI_WIN_LOCK_MIGRATE: whether a window's lock that spans the network
+// moves to CPU atomics for its node neighbours (src/windows/window.cpp):
+// never (pinned: network atomics for every locker), at once, or after N
+// locks in a row of a node neighbour through the network.
+enum class WinLockMigrate { pinned, always, after };
 
 // ARMCI_HELPER_CPU's words: keep the helper off the application's CPU where
 // the process may use another (auto), or leave its placement alone (none).
@@ -69,6 +74,8 @@ struct Settings {
   bool return_on_peer_failure = false;              // ARMCI_ON_PEER_FAILURE=return (abort: false)
   long win_sync_timeout_s = 60;                      // ARMCI_WIN_SYNC_TIMEOUT: PSCW waits (0: none)
   WinReorder win_reorder = WinReorder::none;         // ARMCI_WIN_REORDER
+  WinLockMigrate win_lock_migrate = WinLockMigrate::pinned;  // ARMCI_WIN_LOCK_MIGRATE
+  unsigned win_lock_migrate_after = 1;                // its N (after:N; always is 1)
   // ARMCI_HEARTBEAT_MS (0: off), ARMCI_HEARTBEAT_TIMEOUT_MS: between hosts
   // (src/core/heartbeat.hpp). Five seconds of silence stays clear of the
   // stalls of an emulated guest on a loaded machine yet reports a lost host

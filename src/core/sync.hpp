@@ -19,10 +19,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <span>
 #include <vector>
 
 #include "platform/network.hpp"
 #include "src/core/memory.hpp"
+#include "src/core/messages.hpp"
 #include "src/core/protocols/rmw.hpp"
 
 namespace armci {
@@ -115,6 +118,22 @@ class Sync : private protocols::NetworkWords {
   // another rank writes too (queue-lock nodes) take handover64 instead.
   void store64(const char* call, const Word& w, std::uint64_t value);
 
+  // A claim on a word that only the CPUs of its rank's node change (a
+  // window's CPU lock word), made by a rank off that node, which cannot
+  // touch the word with a coherent atomic: the word's own rank applies it
+  // with CPU atomics in a message handler (its helper thread, or its own
+  // next call into the library), and never waits there. If the word has a
+  // bit of `stop`, it stays as it is; if it is zero apart from `claim`, it
+  // becomes `desired`; otherwise `claim` is set in it, which tells the
+  // node's lockers to let it drain. Returns the word as it was. Blocking.
+  std::uint64_t claim_at_target(const char* call, const Word& w, std::uint64_t desired, std::uint64_t claim,
+                                std::uint64_t stop);
+  // Peers may claim the words in [offset, offset + bytes) of this rank's
+  // part of `allocation` until stop_claims; any other address a peer names
+  // is refused (a peer cannot make this process write where it likes).
+  void allow_claims(const Allocation& allocation, std::size_t offset, std::size_t bytes);
+  void stop_claims(const Allocation& allocation);
+
  private:
   struct LockNode {  // one queue-lock node: written by other ranks
     std::uint64_t granted_wait;  // 1 while waiting, 0 once the predecessor hands over
@@ -153,6 +172,9 @@ class Sync : private protocols::NetworkWords {
   void put_blocking(const char* call, const void* src, void* dst, std::size_t bytes, int proc);
   int mutex_count(int proc) const;
 
+  void handle_claim(int source, std::span<const std::byte> header);
+  void handle_claim_answer(int source, std::span<const std::byte> header);
+
   const Peers& peers_;
   Memory& memory_;
   Progress& progress_;
@@ -168,6 +190,23 @@ class Sync : private protocols::NetworkWords {
   std::vector<std::uint64_t> notify_sent_;
   std::vector<std::uint64_t> notify_waited_;
   std::vector<int> free_slots_;
+  MessageKind claim_kind_ = 0, claim_answer_kind_ = 0;
+  struct Claimable {
+    const Allocation* allocation;
+    std::uintptr_t low, high;
+  };
+  std::mutex claimable_mutex_;  // the handler reads it on the helper thread
+  std::vector<Claimable> claimable_;
+  // The one claim of this rank under way (the application's thread makes
+  // them, blocking); the answer's handler fills it in.
+  struct PendingClaim {
+    std::uint64_t token = 0;
+    int proc = -1;
+    std::uint64_t old = 0;
+    std::atomic<bool> answered{false};
+  };
+  PendingClaim claim_;
+  std::uint64_t claims_made_ = 0;
   std::vector<Held> held_;  // few at a time: a linear search beats a map
   std::vector<Held>::iterator find_held(const Allocation* set, std::uint64_t key) {
     for (auto it = held_.begin(); it != held_.end(); ++it)

@@ -9,6 +9,45 @@
 // (wait + the library's fence to it), then releases the word, so the next
 // holder sees everything written under the lock.
 //
+// Hybrid locks (ARMCI_WIN_LOCK_MIGRATE, a window that spans the network):
+// each target's lock has two words, N (kNetworkWord), changed only by
+// network atomics (any rank; node neighbours through loopback), and C
+// (kCpuWord), changed only by CPU atomics of the target's node (neighbours
+// on the shared mapping, the target's own message handler). CPU and NIC
+// atomics need not be coherent with each other, but plain loads are not the
+// issue: only two read-modify-writes of different kinds on one word can
+// lose an update, and this layout never lets that happen.
+// At any time one word is in force and the other is parked: it carries
+// kWriter | kParked, so every attempt on it fails (a CAS from 0, a reader's
+// fetch-and-add that sees the writer bit and backs out) and the old value
+// it returns says "the other word is in force". No mode word is needed:
+// the failed attempt is the read of the mode.
+// Mutual exclusion: a holder of the lock holds the word in force (writer
+// bit or a reader count), as in a plain lock. A migration is made only by
+// a party that holds the old word exclusively, so no other holder exists;
+// it parks the old word by adding kParked (it already carries kWriter, and
+// it stays so until a migration back takes it over) and hands the parked
+// new word to itself by taking kParked (and, for a reader, kWriter) off
+// it, an atomic of the new word's kind that leaves the transient counts
+// of failed readers intact. Between the two steps both words are parked
+// and every locker retries; after them the migrator is the only holder, of
+// the new word. So at every instant at most one party holds exclusively,
+// or only readers hold, and each word only ever sees atomics of its kind.
+// Network -> CPU: a node neighbour takes N exclusively (network CAS),
+// parks it (network add), unparks C to itself (CPU add).
+// CPU -> network: a rank off the node cannot touch C, so it claims C
+// through the target (Sync::claim_at_target): the target's handler, with
+// CPU atomics and without waiting, turns a free C into kWriter | kParked,
+// or marks a held C with kClaimed so that no neighbour enters it any more
+// and it drains (the claimer asks again after a back-off). A granted claim
+// makes the claimer the holder of the parked N, which it unparks to itself
+// with a network add. Readers, of either kind, only ever hold N (a
+// neighbour's reader that finds C in force moves the lock back to N the
+// same way, with its own CPU CAS on C): C has at most one holder, a writer,
+// so a claim waits for one epoch at most, and readers of both kinds share
+// the lock as they do without migration. Windows wholly on one node keep
+// one CPU word.
+//
 // Active target: fence writes an arrival flag at every member, ordered
 // after this rank's operations to it, and waits for every member's flag
 // (see fence()). PSCW: post stores a count
@@ -22,6 +61,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 #include "src/core/completion.hpp"
@@ -34,6 +74,8 @@ namespace armci {
 namespace {
 
 constexpr std::uint64_t kWriter = std::uint64_t{1} << 63;
+constexpr std::uint64_t kParked = std::uint64_t{1} << 62;   // hybrid: this word is not in force
+constexpr std::uint64_t kClaimed = std::uint64_t{1} << 61;  // hybrid C: a rank off the node waits for it
 
 // Bounded exponential back-off between lock attempts: a short spin first
 // (the holder is usually about to release), yielding once the delay is long
@@ -100,6 +142,31 @@ Window::Window(const char* call, WindowParts parts, const Group& group, void* ba
   for (int r = 0; r < n; ++r)
     if (parts_.peers.reached_by_network(world(r)) || control_->local(parts_.peers, world(r)) == nullptr)
       cpu_locks_ = false;
+  const auto un = static_cast<std::size_t>(n);
+  // A claim from off the node is served by the target's helper thread;
+  // without one it would wait until the target's application next calls
+  // the library, and a passive target may compute for long: such windows
+  // keep network atomics, which need no target CPU at all. Every member
+  // decides alike (the settings are the job's).
+  hybrid_ = !cpu_locks_ && parts_.lock_migrate != WinLockMigrate::pinned && parts_.progress.has_network() &&
+            parts_.progress.helper_running();
+  if (hybrid_) {
+    cpu_reach_.assign(un, 0);
+    for (int r = 0; r < n; ++r)
+      cpu_reach_[static_cast<std::size_t>(r)] =
+          !parts_.peers.reached_by_network(world(r)) && control_->local(parts_.peers, world(r)) != nullptr;
+    mode_cpu_.assign(un, 0);
+    held_cpu_.assign(un, 0);
+    network_streak_.assign(un, 0);
+    // Every lock starts in network mode (what every member can lock): this
+    // rank's C is parked before any member may lock, hence the barrier.
+    std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(control_->local(parts_.peers,
+                                                                                     parts_.peers.rank()) +
+                                                                      kCpuWord))
+        .store(kWriter | kParked, std::memory_order_release);
+    parts_.sync.allow_claims(*control_, kCpuWord, 8);
+    members.barrier();
+  }
   locks_.assign(static_cast<std::size_t>(n), WinLock::none);
   issued_.assign(static_cast<std::size_t>(n), 0);
   started_.assign(static_cast<std::size_t>(n), 0);
@@ -110,6 +177,7 @@ Window::Window(const char* call, WindowParts parts, const Group& group, void* ba
 }
 
 Window::~Window() {
+  if (hybrid_ && control_) parts_.sync.stop_claims(*control_);
   if (!freed_ && control_) parts_.memory.free_allocation(*control_);
 }
 
@@ -126,6 +194,16 @@ void Window::free(const char* call) {
   } else {
     members.barrier();
   }
+  // After the barrier: every member's claims were answered (they block).
+  if (hybrid_) parts_.sync.stop_claims(*control_);
+  if (parts_.verbose > 0 && (hybrid_ || counters_.intra_node + counters_.network > 0))
+    std::fprintf(stderr,
+                 "armci: info: window locks at rank %d: %llu intra-node, %llu network, migrations %llu to cpu, "
+                 "%llu to network (ARMCI_WIN_LOCK_MIGRATE %s)\n",
+                 parts_.peers.rank(), static_cast<unsigned long long>(counters_.intra_node),
+                 static_cast<unsigned long long>(counters_.network), static_cast<unsigned long long>(counters_.to_cpu),
+                 static_cast<unsigned long long>(counters_.to_network),
+                 hybrid_ ? "on" : cpu_locks_ ? "unused: one node" : "pinned");
   parts_.memory.free_allocation(*control_);
   freed_ = true;
 }
@@ -326,14 +404,14 @@ void Window::finish_all_ops(const char* call) {
 
 // ------------------------------------------------------------------ passive target
 
-std::uint64_t Window::lock_fetch_add(const char* call, const Sync::Word& w, std::uint64_t value) {
-  if (cpu_locks_) return std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(w.local)).fetch_add(value);
+std::uint64_t Window::lock_fetch_add(const char* call, const Sync::Word& w, std::uint64_t value, bool cpu) {
+  if (cpu) return std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(w.local)).fetch_add(value);
   return parts_.sync.fetch_add64(call, w, value);
 }
 
 std::uint64_t Window::lock_compare_swap(const char* call, const Sync::Word& w, std::uint64_t expected,
-                                        std::uint64_t desired) {
-  if (cpu_locks_) {
+                                        std::uint64_t desired, bool cpu) {
+  if (cpu) {
     std::atomic_ref<std::uint64_t> word(*reinterpret_cast<std::uint64_t*>(w.local));
     word.compare_exchange_strong(expected, desired);
     return expected;  // the old value either way
@@ -342,22 +420,186 @@ std::uint64_t Window::lock_compare_swap(const char* call, const Sync::Word& w, s
 }
 
 void Window::acquire(const char* call, int rank, bool exclusive) {
+  if (hybrid_) return acquire_hybrid(call, rank, exclusive);
   const Sync::Word w = word(rank, 0);
   LockBackoff backoff(parts_.progress);
   if (exclusive) {
-    while (lock_compare_swap(call, w, 0, kWriter) != 0) backoff.pause();
-    return;
+    while (lock_compare_swap(call, w, 0, kWriter, cpu_locks_) != 0) backoff.pause();
+  } else {
+    while (lock_fetch_add(call, w, 1, cpu_locks_) & kWriter) {
+      lock_fetch_add(call, w, ~std::uint64_t{0}, cpu_locks_);  // back out: a writer holds it
+      backoff.pause();
+    }
   }
-  while (lock_fetch_add(call, w, 1) & kWriter) {
-    lock_fetch_add(call, w, ~std::uint64_t{0});  // back out: a writer holds it
+  ++(cpu_locks_ ? counters_.intra_node : counters_.network);
+}
+
+// A word no correct sequence of lock operations leaves: a parked word
+// without its writer bit, a parked word claimed, a reader count that went
+// below zero. Without this check such a word would keep every locker
+// retrying for ever.
+static void check_word(const char* call, int rank, bool cpu, std::uint64_t old) {
+  const std::uint64_t readers = old & (kClaimed - 1);
+  if (((old & kParked) && (!(old & kWriter) || (old & kClaimed))) || readers > (std::uint64_t{1} << 32))
+    fail(call, "argument 'rank' (%d): the window's %s lock word at that rank reads 0x%llx, which no lock "
+               "sequence leaves (a peer released a lock it did not hold, or memory was overwritten)",
+         rank, cpu ? "CPU" : "network", static_cast<unsigned long long>(old));
+}
+
+bool Window::try_word(const char* call, int rank, bool cpu, bool exclusive, std::uint64_t& old) {
+  const Sync::Word w = word(rank, cpu ? kCpuWord : kNetworkWord);
+  if (exclusive) {
+    old = lock_compare_swap(call, w, 0, kWriter, cpu);
+    if (old != 0) check_word(call, rank, cpu, old);
+    return old == 0;
+  }
+  old = lock_fetch_add(call, w, 1, cpu);
+  check_word(call, rank, cpu, old);
+  // A claim from off the node also keeps new readers out, so C drains.
+  if (!(old & (kWriter | kClaimed))) return true;
+  lock_fetch_add(call, w, ~std::uint64_t{0}, cpu);  // back out
+  return false;
+}
+
+void Window::acquire_hybrid(const char* call, int rank, bool exclusive) {
+  const auto t = static_cast<std::size_t>(rank);
+  LockBackoff backoff(parts_.progress);
+  std::uint64_t old = 0;
+  // Finding both words parked is a migration under way: after one flip of
+  // the mode, wait before the next.
+  int flips = 0;
+  auto flip = [&] {
+    if (++flips > 1) backoff.pause();
+  };
+  if (cpu_reach_[t] && !exclusive) {
+    // Readers always read on N, so readers of both kinds share the lock (a
+    // reader holding C would shut out a remote reader until it unlocks: a
+    // program that holds a shared lock across a barrier with one would
+    // hang). C thus only ever has one writer; a neighbour's reader that
+    // finds it in force brings the lock back to N itself, once C is free
+    // (a pending claim from off the node wants the same).
+    std::atomic_ref<std::uint64_t> c(*reinterpret_cast<std::uint64_t*>(word(rank, kCpuWord).local));
+    for (;;) {
+      if (!mode_cpu_[t]) {
+        if (try_word(call, rank, false, false, old)) {
+          held_cpu_[t] = 0;
+          ++counters_.network;
+          return;
+        }
+        if (old & kParked) {
+          mode_cpu_[t] = 1;
+          flip();
+          continue;
+        }
+        backoff.pause();
+        continue;
+      }
+      old = c.load(std::memory_order_acquire);
+      if (old & kParked) {
+        mode_cpu_[t] = 0;
+        flip();
+        continue;
+      }
+      if ((old & ~kClaimed) == 0 && c.compare_exchange_strong(old, kWriter | kParked)) {
+        lock_fetch_add(call, word(rank, kNetworkWord), 0 - (kParked + kWriter - 1), false);  // N: a reader
+        mode_cpu_[t] = 0;
+        held_cpu_[t] = 0;
+        ++counters_.to_network;
+        ++counters_.network;
+        return;
+      }
+      check_word(call, rank, true, old);
+      backoff.pause();
+    }
+  }
+  if (cpu_reach_[t]) {
+    // A node neighbour's writer: C where it is in force; N otherwise, or a
+    // migration.
+    for (;;) {
+      if (mode_cpu_[t]) {
+        if (try_word(call, rank, true, exclusive, old)) {
+          held_cpu_[t] = 1;
+          network_streak_[t] = 0;
+          ++counters_.intra_node;
+          return;
+        }
+        if (old & kParked) {
+          mode_cpu_[t] = 0;
+          flip();
+          continue;
+        }
+        backoff.pause();
+        continue;
+      }
+      bool migrate = network_streak_[t] + 1 >= parts_.lock_migrate_after;  // (a writer: readers stay on N)
+      // Only an exclusive holder may migrate: a reader who wants to tries
+      // for the whole lock first, to become a reader on C, and else reads
+      // on N as it is (waiting for the whole lock could deadlock with a
+      // lock_all that holds N shared and waits for this rank's other locks).
+      bool taken = try_word(call, rank, false, exclusive || migrate, old);
+      if (!taken && migrate && !exclusive && !(old & kParked)) {
+        migrate = false;
+        taken = try_word(call, rank, false, false, old);
+      }
+      if (taken) {
+        held_cpu_[t] = 0;
+        if (!migrate) {
+          ++network_streak_[t];
+          ++counters_.network;
+          return;
+        }
+        lock_fetch_add(call, word(rank, kNetworkWord), kParked, false);  // N: kWriter | kParked from now on
+        const std::uint64_t take = exclusive ? kParked : kParked + kWriter - 1;
+        lock_fetch_add(call, word(rank, kCpuWord), 0 - take, true);     // C: ours
+        mode_cpu_[t] = 1;
+        held_cpu_[t] = 1;
+        network_streak_[t] = 0;
+        ++counters_.to_cpu;
+        ++counters_.intra_node;
+        return;
+      }
+      if (old & kParked) {
+        mode_cpu_[t] = 1;
+        flip();
+        continue;
+      }
+      backoff.pause();
+    }
+  }
+  // Off the target's node: N only; when C is in force, claim it through the
+  // target so that N comes back to the network.
+  for (;;) {
+    if (try_word(call, rank, false, exclusive, old)) {
+      held_cpu_[t] = 0;
+      ++counters_.network;
+      return;
+    }
+    if (old & kParked) {
+      const std::uint64_t was = parts_.sync.claim_at_target(call, word(rank, kCpuWord), kWriter | kParked, kClaimed, kParked);
+      if (!(was & kParked) && (was & ~kClaimed) == 0) {
+        // Granted: C is parked and N, parked, is ours to unpark.
+        const std::uint64_t take = exclusive ? kParked : kParked + kWriter - 1;
+        lock_fetch_add(call, word(rank, kNetworkWord), 0 - take, false);
+        held_cpu_[t] = 0;
+        ++counters_.to_network;
+        ++counters_.network;
+        return;
+      }
+      if (was & kParked) {  // N came back meanwhile, or is on its way
+        flip();
+        continue;
+      }
+    }
     backoff.pause();
   }
 }
 
 void Window::release(const char* call, int rank, WinLock held) {
   if (held == WinLock::nocheck) return;
+  const bool cpu = hybrid_ ? held_cpu_[static_cast<std::size_t>(rank)] != 0 : cpu_locks_;
+  const std::size_t offset = hybrid_ && cpu ? kCpuWord : kNetworkWord;
   // Adding the two's complement: one atomic whatever readers do meanwhile.
-  lock_fetch_add(call, word(rank, 0), held == WinLock::exclusive ? kWriter : ~std::uint64_t{0});
+  lock_fetch_add(call, word(rank, offset), held == WinLock::exclusive ? 0 - kWriter : ~std::uint64_t{0}, cpu);
 }
 
 void Window::lock(const char* call, int type, int rank, int assert) {

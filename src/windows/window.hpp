@@ -7,7 +7,8 @@
 //   [0]                 the lock word: bit 63 the writer, the low bits the
 //                       number of readers (CPU atomics when the whole group
 //                       shares one node's memory, Sync's mechanism for the
-//                       job otherwise)
+//                       job otherwise: the network word of a hybrid lock)
+//   [8]                 a hybrid lock's CPU word (window.cpp: "Hybrid locks")
 //   [exposed_offset]    one word per group rank t: how many times t posted
 //                       an exposure epoch that includes this rank (t writes)
 //   [completed_offset]  one word per group rank o: how many access epochs
@@ -61,6 +62,9 @@ struct WindowParts {
   long sync_timeout_seconds;            // ARMCI_WIN_SYNC_TIMEOUT (0: wait for ever)
   WinReorder reorder;                   // ARMCI_WIN_REORDER
   std::size_t combine_max;              // ARMCI_AGGREGATE_PIECE_MAX: combined writes up to here
+  WinLockMigrate lock_migrate = WinLockMigrate::pinned;  // ARMCI_WIN_LOCK_MIGRATE
+  unsigned lock_migrate_after = 1;
+  int verbose = 0;  // ARMCI_VERBOSE: the lock counters are printed at free
 };
 
 enum class WinLock : std::uint8_t { none, shared, exclusive, nocheck };
@@ -81,6 +85,18 @@ class Window {
 
   // Collective: no epoch may be open at this rank.
   void free(const char* call);
+
+  // This rank's lock acquisitions on the window, by the word that served
+  // them, and the migrations it made (or had its target make) to take one.
+  struct LockCounters {
+    std::uint64_t intra_node = 0;   // CPU atomics on the node-shared mapping
+    std::uint64_t network = 0;      // network atomics
+    std::uint64_t to_cpu = 0;       // migrations network -> CPU
+    std::uint64_t to_network = 0;   // migrations CPU -> network
+  };
+  const LockCounters& lock_counters() const { return counters_; }
+  // Whether the window's locks may migrate (spans the network, policy not pinned).
+  bool hybrid_locks() const { return hybrid_; }
 
   void* base() const { return reinterpret_cast<void*>(targets_[static_cast<std::size_t>(group_.my_rank)].base); }
   int size() const { return group_.size(); }
@@ -169,10 +185,15 @@ class Window {
 
   void acquire(const char* call, int rank, bool exclusive);
   void release(const char* call, int rank, WinLock held);
-  // The lock word's atomics: CPU ones when cpu_locks_, Sync's otherwise.
-  std::uint64_t lock_fetch_add(const char* call, const Sync::Word& w, std::uint64_t value);
+  // Hybrid locks (window.cpp): one try on the word of one kind; returns
+  // the word's old value, and whether the lock was taken.
+  bool try_word(const char* call, int rank, bool cpu, bool exclusive, std::uint64_t& old);
+  void acquire_hybrid(const char* call, int rank, bool exclusive);
+  // The lock word's atomics: CPU ones when cpu (or cpu_locks_), Sync's otherwise.
+  std::uint64_t lock_fetch_add(const char* call, const Sync::Word& w, std::uint64_t value, bool cpu);
   std::uint64_t lock_compare_swap(const char* call, const Sync::Word& w, std::uint64_t expected,
-                                  std::uint64_t desired);
+                                  std::uint64_t desired, bool cpu);
+  static constexpr std::size_t kNetworkWord = 0, kCpuWord = 8;
   std::uint64_t own_word(std::size_t offset) const;
   Sync::Word word(int rank, std::size_t offset) const;
   std::size_t exposed_offset(int from) const { return 64 + static_cast<std::size_t>(from) * 8; }
@@ -197,6 +218,14 @@ class Window {
   bool allocated_any_ = false;
   bool freed_ = false;
   bool cpu_locks_ = false;  // every member on this node: lock words by CPU atomics
+  // Hybrid locks: per target, whether this rank may use CPU atomics on its
+  // words (a node neighbour), the kind of word last found in force there,
+  // the kind of word this rank holds, and the neighbour's locks in a row
+  // through the network (for after:N).
+  bool hybrid_ = false;
+  std::vector<std::uint8_t> cpu_reach_, mode_cpu_, held_cpu_;
+  std::vector<unsigned> network_streak_;
+  LockCounters counters_;
 
   // Epochs of this rank as an origin.
   std::vector<WinLock> locks_;  // per target

@@ -113,6 +113,30 @@ TEST(SettingsDeathTest, UnknownWindowReorderingIsRefused) {
               "setting ARMCI_WIN_REORDER='gets_first' is not one of none, gets-first, combine");
 }
 
+TEST(Settings, WindowLockMigrationPolicies) {
+  EXPECT_EQ(Settings::from_environment().win_lock_migrate, WinLockMigrate::pinned);
+  EXPECT_EQ(row(Settings::from_environment().rows(), "ARMCI_WIN_LOCK_MIGRATE")->value, "pinned");
+  {
+    ScopedVariable always("ARMCI_WIN_LOCK_MIGRATE", "always");
+    EXPECT_EQ(Settings::from_environment().win_lock_migrate, WinLockMigrate::always);
+  }
+  ScopedVariable after("ARMCI_WIN_LOCK_MIGRATE", "after:12");
+  const Settings s = Settings::from_environment();
+  EXPECT_EQ(s.win_lock_migrate, WinLockMigrate::after);
+  EXPECT_EQ(s.win_lock_migrate_after, 12u);
+  EXPECT_EQ(row(s.rows(), "ARMCI_WIN_LOCK_MIGRATE")->value, "after:12");
+}
+
+TEST(SettingsDeathTest, BadWindowLockMigrationIsRefused) {
+  {
+    ScopedVariable bad("ARMCI_WIN_LOCK_MIGRATE", "sometimes");
+    EXPECT_EXIT(Settings::from_environment(), ::testing::ExitedWithCode(1),
+                "setting ARMCI_WIN_LOCK_MIGRATE='sometimes' is not one of pinned, always, after:N");
+  }
+  ScopedVariable zero("ARMCI_WIN_LOCK_MIGRATE", "after:0");
+  EXPECT_EXIT(Settings::from_environment(), ::testing::ExitedWithCode(1), "ARMCI_WIN_LOCK_MIGRATE='0'");
+}
+
 TEST(Settings, ShmFallbackIsNetworkByDefaultAndCanBeAnError) {
   EXPECT_EQ(Settings::from_environment().shm_fallback, ShmFallback::network);
   EXPECT_EQ(row(Settings::from_environment().rows(), "ARMCI_SHM_FALLBACK")->value, "network");
