@@ -34,6 +34,11 @@ struct Capabilities {
   // overlap needs it to be another one than the application's.
   bool software_device = false;
   bool copies_on_caller_same_host = false;
+  // A put is applied at the target before anything issued after it to the
+  // same peer (verbs RC: one queue pair per peer executes writes, reads,
+  // atomics and sends in order), so order(peer) after puts is a no-op the
+  // core need not call: one lock round per blocking put saved.
+  bool puts_ordered = false;
 };
 
 // Completion of one or more operations. The caller owns it and keeps it alive

@@ -192,6 +192,7 @@ VerbsNetwork::VerbsNetwork(int rank, int size, const VerbsOptions& options)
     caps_.max_outstanding_reads = initiator_depth_;
     caps_.atomics_coherent_with_cpu = false;
     caps_.native_notify = true;
+    caps_.puts_ordered = true;
   } catch (...) {
     teardown();
     throw;

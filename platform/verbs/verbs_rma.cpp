@@ -379,6 +379,48 @@ void VerbsNetwork::transfer(OpKind kind, int peer, std::span<const LocalSegment>
     if (post(p, wr, nullptr, kind, false) == 0) return;
   }
 
+  // Hot path: a read of one segment, registered or small enough for a bounce
+  // buffer, on a live connection with room and nothing queued ahead: posted
+  // at once, without going through the FIFO and the general segment walk.
+  if (kind == OpKind::get && local.size() == 1 && p.state == State::ready && p.head == nullptr &&
+      total <= max_msg_ && room(p, true)) {
+    const LocalSegment& s = local[0];
+    const Registration* r = find_registration(s.address, s.length);
+    if (r != nullptr || (total <= cfg_.bounce_size && !bounce_free_.empty())) {
+      completion.pending.fetch_add(1, std::memory_order_relaxed);
+      Op& op = new_op(kind, peer, completion);
+      op.segs.push_back(Seg{static_cast<std::byte*>(s.address), total, r != nullptr ? r->mr->lkey : 0});
+      op.total = total;
+      op.remote = op.cur_remote = remote_address;
+      op.rkey = rkey;
+      op.fence = std::exchange(p.fence_next, false);
+      if (r != nullptr) {
+        op.mode = Mode::direct;
+      } else {
+        op.bounce = bounce_free_.back();
+        bounce_free_.pop_back();
+        op.bounce_seg = Seg{bounce_slab_.at(static_cast<std::size_t>(op.bounce)), total, bounce_slab_.lkey()};
+        op.mode = Mode::bounce;
+      }
+      const Seg& into = op.mode == Mode::bounce ? op.bounce_seg : op.segs[0];
+      ibv_sge sge{reinterpret_cast<std::uintptr_t>(into.address), static_cast<std::uint32_t>(total), into.lkey};
+      ibv_send_wr wr{};
+      wr.sg_list = &sge;
+      wr.num_sge = 1;
+      wr.opcode = IBV_WR_RDMA_READ;
+      wr.wr.rdma.remote_addr = remote_address;
+      wr.wr.rdma.rkey = rkey;
+      if (post(p, wr, &op, kind, true) == 0) {
+        op.all_posted = true;
+        return;
+      }
+      // Not posted: the FIFO's path tries again, and fails the peer (with
+      // this operation at its head) if the post keeps failing.
+      enqueue(p, op);
+      return;
+    }
+  }
+
   completion.pending.fetch_add(1, std::memory_order_relaxed);
   Op& op = new_op(kind, peer, completion);
   for (const LocalSegment& s : local) {

@@ -38,7 +38,7 @@ void Completions::order_after_puts(int proc, bool full_flush) {
     platform::Completion flushed;
     progress_.with_network([&](platform::Network& net) { net.flush(proc, flushed); });
     wait("ARMCI_Fence", flushed);
-  } else {
+  } else if (!progress_.capabilities().puts_ordered) {
     progress_.with_network([&](platform::Network& net) { net.order(proc); });
   }
   unordered = 0;

@@ -237,6 +237,42 @@ static void test_values(void) {
   free(base);
 }
 
+/* A blocking put is seen by every later operation of its origin to the same
+ * target without a fence: a get, a read-modify-write and the next put (over
+ * verbs the core relies on the queue pair executing writes in order and
+ * issues no ordering call between them). The values change every round, so
+ * a get or fetch-and-add that overtook the put would read the last round's. */
+static void test_put_then_read(void) {
+  enum { ROUNDS = 200 };
+  void **base = malloc(sizeof(void *) * (size_t)np);
+  MP_CHECK_INT(0, ARMCI_Malloc(base, (armci_size_t)(2 * sizeof(long) * (size_t)np)));
+  memset(base[me], 0, 2 * sizeof(long) * (size_t)np);
+  ARMCI_Barrier();
+  long *src = ARMCI_Malloc_local(2 * sizeof(long)), *dst = ARMCI_Malloc_local(2 * sizeof(long));
+  for (int t = 0; t < np; t++) {
+    long *slot = (long *)base[t] + 2 * me;
+    for (long i = 1; i <= ROUNDS; i++) {
+      mp_set_where("round %ld of put then get/rmw to rank %d", i, t);
+      src[0] = vlong(me, t) + i;
+      src[1] = i;
+      MP_CHECK_INT(0, ARMCI_Put(src, slot, (int)(2 * sizeof(long)), t));
+      MP_CHECK_INT(0, ARMCI_Get(slot, dst, (int)sizeof(long), t));
+      MP_CHECK_INT(vlong(me, t) + i, dst[0]);
+      long before = -1;
+      MP_CHECK_INT(0, ARMCI_Rmw(ARMCI_FETCH_AND_ADD_LONG, &before, slot + 1, 1, t));
+      MP_CHECK_INT(i, before);
+      /* The next round's put lands after this fetch-and-add (i + 1 here). */
+    }
+    MP_CHECK_INT(ROUNDS + 1, ARMCI_GetValueLong(slot + 1, t));
+  }
+  mp_where[0] = 0;
+  ARMCI_Free_local(src);
+  ARMCI_Free_local(dst);
+  ARMCI_Barrier();
+  MP_CHECK_INT(0, ARMCI_Free(base[me]));
+  free(base);
+}
+
 static void test_topology(void) {
   const armci_domain_t D = ARMCI_DOMAIN_SMP;
   int count = armci_domain_count(D);
@@ -443,6 +479,7 @@ int main(int argc, char **argv) {
   test_put_sizes();
   test_get_sizes();
   test_values();
+  test_put_then_read();
   test_malloc_rounds();
   test_malloc_reuse();
 
