@@ -162,6 +162,11 @@ static void return_case(int me, int np, int victim, void **base) {
                  "survivor's put after the death");
   long got = 0;
   MP_CHECK_INT(0, ARMCI_Rmw(ARMCI_FETCH_AND_ADD_LONG, &got, base[partner], 0, partner));
+  /* Neither finalizes while the other may still reach its memory: its
+   * registrations go with it (over verbs the Rmw then failed with "remote
+   * access error" at one run in two). */
+  MP_CHECK(armci_notify(partner) >= 0, "armci_notify to the survivor failed");
+  armci_notify_wait(partner, &value);
 
   /* Finalize ends this rank's part alone and says so. */
   MP_CHECK_INT(ARMCI_ERR_PEER_DEAD, ARMCI_Finalize());
