@@ -148,6 +148,9 @@ class Network {
 
   // Text for a non-zero Completion::error of this layer.
   virtual std::string error_string(int code) const = 0;
+  // The peer a non-zero Completion::error is about, or -1 when the layer's
+  // codes do not say.
+  virtual int error_peer(int /*code*/) const { return -1; }
 
   // Drives completions and handlers; returns how many events it handled.
   virtual int progress() = 0;

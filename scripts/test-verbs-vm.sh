@@ -2,7 +2,9 @@
 # Runs the verbs unit tests (the network contract suite's verbs instantiation
 # and the verbs-only tests) and the multi-process suite over raw verbs inside
 # the Soft-RoCE VM of ../shared/rxe-vm (a real kernel verbs stack: rdma_rxe),
-# with and without the shared-memory path. Run from the build directory.
+# with and without the shared-memory path, then a stress run of mp_random
+# and the peer-failure cases of tests/mp/faults-test.sh over verbs. Run from
+# the build directory.
 # The VM emulates its CPU, so the process counts stay small.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -45,5 +47,16 @@ exec "$vm" bash -c "
   MP_MODES='verbs-host' MP_NPS='2 3' MP_TESTS='mp_strided' MP_TIMEOUT=300 ./tests/mp/run-mp-tests.sh || status=1
   MP_MODES='verbs-mixed' MP_NPS='3' MP_MPI_NPS='3' MP_TESTS='mp_basic mp_acc mp_nonblocking mp_random mp_rmw mp_windows mp_with_mpi' \
     MP_TIMEOUT=300 ./tests/mp/run-mp-tests.sh || status=1
+  # Stress (issue 15): mp_random with 20000 operations per rank over verbs
+  # at np 2 (82 s at load 5), 10000 over verbs-mixed at np 3 (177 s at
+  # load 15; at np 2 both ranks share one virtual node and verbs would
+  # carry nothing); 10^6 per run, once, is in tests/mp/README.md.
+  MP_RANDOM_OPS=20000 MP_MODES='verbs' MP_NPS='2' MP_TESTS='mp_random' MP_TIMEOUT=600 \
+    ./tests/mp/run-mp-tests.sh || status=1
+  MP_RANDOM_OPS=10000 MP_MODES='verbs-mixed' MP_NPS='3' MP_TESTS='mp_random' MP_TIMEOUT=600 \
+    ./tests/mp/run-mp-tests.sh || status=1
+  # Peer failure over verbs (issue 15): a rank killed while the others are
+  # in Barrier, Lock or Wait, and ARMCI_ON_PEER_FAILURE=return (about 3.5 min).
+  FAULTS_PARTS='2 4' FAULTS_MODES='verbs verbs-mixed' '$top/tests/mp/faults-test.sh' || status=1
   exit \$status
 "

@@ -434,6 +434,10 @@ class VerbsNetwork final : public Network {
   void flush_all(Completion& completion) override;
 
   std::string error_string(int code) const override;
+  int error_peer(int code) const override {
+    const int peer = code >> 11 & kPeerField;
+    return code == 0 || peer == kPeerField ? -1 : peer;
+  }
 
   int progress() override;
   int wakeup_fd() override { return epoll_fd_; }

@@ -23,6 +23,13 @@ void Completions::network_failed(const char* call, int error) {
   const std::string text = progress_.has_network()
                                ? progress_.with_network([&](platform::Network& net) { return net.error_string(error); })
                                : std::string("?");
+  // The error may be a death's first sign: then the error is the death,
+  // naming the rank (and in return mode ARMCI_ERR_PEER_DEAD, not the end).
+  const int peer =
+      progress_.has_network() ? progress_.with_network([&](platform::Network& net) { return net.error_peer(error); })
+                              : -1;
+  if (await_peer_failure(peer, kNetworkErrorGrace))
+    peer_dead(peer >= 0 ? peer : peer_failure_detail::g_first_dead.load(std::memory_order_relaxed));
   // Named after the user's call: `call` may be an internal step of it (the
   // fence that orders a Put after earlier ones).
   const char* user_call = current_call();

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "src/core/error.hpp"
@@ -172,6 +173,27 @@ bool take_returned_peer_error() { return std::exchange(t_returned_error, false);
 void set_liveness_probe(std::function<void()> probe) {
   std::lock_guard guard(g_mutex);
   g_probe = std::move(probe);
+}
+
+namespace {
+void run_probe() {
+  std::function<void()> probe;
+  {
+    std::lock_guard guard(g_mutex);
+    probe = g_probe;
+  }
+  if (probe) probe();
+}
+}  // namespace
+
+bool await_peer_failure(int rank, std::chrono::milliseconds bound) {
+  const auto until = std::chrono::steady_clock::now() + bound;
+  for (;;) {
+    run_probe();
+    if (rank < 0 ? peer_failure_known() : is_dead(rank)) return true;
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 void probe_liveness() {

@@ -42,6 +42,11 @@ constexpr int kNoFailure = -2;
 // that may or may not depend on the dead rank.
 constexpr std::chrono::seconds kWaitAfterFailure{2};
 
+// How long a network error waits for a death to explain it (see
+// await_peer_failure): well inside the 10 s in which a survivor must
+// hear of a death, and paid only on the way to an error.
+constexpr std::chrono::milliseconds kNetworkErrorGrace{1000};
+
 // Thrown in return mode; not a std::exception, so the library's own
 // `catch (const std::exception&)` turning errors into fail() let it pass
 // to the API, which returns ARMCI_ERR_PEER_DEAD.
@@ -120,5 +125,14 @@ bool take_returned_peer_error();
 // the process when a rank is dead; return mode leaves that to the caller.
 void set_liveness_probe(std::function<void()> probe);
 void probe_liveness();
+
+// A transfer to a process that is dying fails in the network (over verbs,
+// "remote access error": its registrations go as its files close) before
+// its process counts as exited or the launcher says so, and the error
+// would name the network's symptom instead of the death. Waits up to
+// `bound` for the death of `rank` (-1: of any rank) to be known, probing
+// the same-host processes meanwhile (PMIx events arrive on their own
+// thread); true when it is. Does not end the process.
+bool await_peer_failure(int rank, std::chrono::milliseconds bound);
 
 }  // namespace armci

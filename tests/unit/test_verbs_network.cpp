@@ -216,6 +216,7 @@ TEST_F(VerbsSelf, WorkCompletionErrorsNameThePeer) {
   std::printf("[ info     ] %s\n", text.c_str());
   EXPECT_NE(text.find("peer 0"), std::string::npos) << text;
   EXPECT_NE(text.find("RDMA READ"), std::string::npos) << text;
+  EXPECT_EQ(net->error_peer(code), 0);  // what lets the core ask whether peer 0 died
   EXPECT_TRUE(text.find(ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR)) != std::string::npos ||
               text.find(ibv_wc_status_str(IBV_WC_REM_INV_REQ_ERR)) != std::string::npos)
       << text;
