@@ -7,6 +7,7 @@
 #include "src/core/barrier.hpp"
 #include "src/core/completion.hpp"
 #include "src/core/error.hpp"
+#include "src/core/incoming.hpp"
 #include "src/core/memory.hpp"
 #include "src/core/sync.hpp"
 #include "src/core/transfers.hpp"
@@ -201,11 +202,8 @@ std::uint64_t Sync::claim_at_target(const char* call, const Word& w, std::uint64
 
 void Sync::handle_claim(int source, std::span<const std::byte> header) {
   constexpr const char* call = "ARMCI_Win_lock (word claim)";
-  if (header.size() < sizeof(ClaimHeader))
-    fail(call, "a word claim from rank %d has a header of %zu bytes, not %zu", source, header.size(),
-         sizeof(ClaimHeader));
-  ClaimHeader h;
-  std::memcpy(&h, header.data(), sizeof h);
+  ClaimHeader h{};
+  if (incoming::Problem p = incoming::parse_fixed(call, "a word claim", source, header, h)) fail(p.call, "%s", p.message);
   bool allowed = false;
   {
     std::lock_guard guard(claimable_mutex_);
@@ -231,11 +229,9 @@ void Sync::handle_claim(int source, std::span<const std::byte> header) {
 
 void Sync::handle_claim_answer(int source, std::span<const std::byte> header) {
   constexpr const char* call = "ARMCI_Win_lock (word claim answer)";
-  if (header.size() < sizeof(ClaimAnswer))
-    fail(call, "a word claim answer from rank %d has a header of %zu bytes, not %zu", source, header.size(),
-         sizeof(ClaimAnswer));
-  ClaimAnswer a;
-  std::memcpy(&a, header.data(), sizeof a);
+  ClaimAnswer a{};
+  if (incoming::Problem p = incoming::parse_fixed(call, "a word claim answer", source, header, a))
+    fail(p.call, "%s", p.message);
   if (source != claim_.proc || a.token != claim_.token || claim_.answered.load(std::memory_order_relaxed))
     fail(call, "rank %d answered a word claim (token %llu) that was not made to it", source,
          static_cast<unsigned long long>(a.token));

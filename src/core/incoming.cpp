@@ -170,12 +170,12 @@ Problem parse_host(bool is_get, int source, Bytes header_bytes, Bytes payload, c
   return {};
 }
 
+Problem refuse_header_size(const char* call, const char* what, int source, std::size_t got, std::size_t want) {
+  return refuse(call, "header", "%s from rank %d has a header of %zu bytes, not %zu", what, source, got, want);
+}
+
 Problem parse_ack(const char* call, int source, Bytes header, wire::AckHeader& out) {
-  if (header.size() < sizeof(wire::AckHeader))
-    return refuse(call, "header", "an ack or answer from rank %d has a header of %zu bytes, not %zu", source,
-                  header.size(), sizeof(wire::AckHeader));
-  out = wire::read<wire::AckHeader>(header.data());
-  return {};
+  return parse_fixed(call, "an ack or answer", source, header, out);
 }
 
 Problem parse_collective(int source, Bytes header, Bytes payload, int channels, wire::CollectiveHeader& out) {

@@ -84,6 +84,16 @@ struct Host {
 };
 Problem parse_host(bool is_get, int source, Bytes header, Bytes payload, const FindOwn& find, Host& out);
 
+// A header that is one fixed struct (what: "a word claim", ...): its size
+// is checked, then it is copied out; what its fields mean is the caller's.
+Problem refuse_header_size(const char* call, const char* what, int source, std::size_t got, std::size_t want);
+template <typename Header>
+Problem parse_fixed(const char* call, const char* what, int source, Bytes header, Header& out) {
+  if (header.size() < sizeof(Header)) return refuse_header_size(call, what, source, header.size(), sizeof(Header));
+  out = wire::read<Header>(header.data());
+  return {};
+}
+
 // An ack or an answer's header: only its size can be checked here (the
 // token is the receiver's own, see Messages).
 Problem parse_ack(const char* call, int source, Bytes header, wire::AckHeader& out);
