@@ -201,14 +201,7 @@ void probe_liveness() {
   // 50 ms keeps its system calls out of short waits.
   const std::int64_t now = now_ns();
   std::int64_t next = g_next_probe_ns.load(std::memory_order_relaxed);
-  if (now >= next && g_next_probe_ns.compare_exchange_strong(next, now + 50'000'000)) {
-    std::function<void()> probe;
-    {
-      std::lock_guard guard(g_mutex);
-      probe = g_probe;
-    }
-    if (probe) probe();
-  }
+  if (now >= next && g_next_probe_ns.compare_exchange_strong(next, now + 50'000'000)) run_probe();
   if (peer_failure_known() && !return_on_peer_failure()) abort_on_failure();
 }
 
