@@ -49,6 +49,8 @@ SharedSegment& SharedSegment::operator=(SharedSegment&& other) noexcept {
     name_ = std::move(other.name_);
     owner_linked_ = std::exchange(other.owner_linked_, false);
     borrowed_ = std::exchange(other.borrowed_, false);
+    outside_shm_ = std::exchange(other.outside_shm_, false);
+    descriptor_ = std::exchange(other.descriptor_, -1);
   }
   return *this;
 }
@@ -92,12 +94,33 @@ SharedSegment SharedSegment::create(const std::string& name, std::size_t bytes) 
   return segment;
 }
 
+SharedSegment SharedSegment::create_outside_shm(std::size_t bytes) {
+  SharedSegment segment;
+  segment.size_ = page_round(bytes);
+  segment.outside_shm_ = true;
+  int fd = memfd_create("armci", MFD_CLOEXEC);
+  if (fd < 0) throw system_error("memfd_create", "armci");
+  segment.descriptor_ = fd;  // closed by the segment's release on any throw below
+  segment.name_ = "/proc/" + std::to_string(getpid()) + "/fd/" + std::to_string(fd);
+  if (ftruncate(fd, static_cast<off_t>(segment.size_)) != 0) throw system_error("ftruncate", segment.name_);
+  // As in /dev/shm, reserve now: an error here, not a SIGBUS later.
+  if (int error = posix_fallocate(fd, 0, static_cast<off_t>(segment.size_)); error != 0) {
+    if (error == ENOSPC || error == ENOMEM) throw ShmSpaceError(segment.size_, shm_space_left());
+    errno = error;
+    throw system_error("posix_fallocate", segment.name_);
+  }
+  segment.address_ = map_descriptor(fd, segment.size_, segment.name_);
+  return segment;
+}
+
 SharedSegment SharedSegment::attach(const std::string& name, std::size_t bytes) {
   SharedSegment segment;
   segment.size_ = page_round(bytes);
   segment.name_ = name;
-  int fd = shm_open(name.c_str(), O_RDWR, 0600);
-  if (fd < 0) throw system_error("shm_open", name);
+  // A memfd a neighbour made is reached through its /proc link.
+  const bool memory_file = name.starts_with("/proc/");
+  int fd = memory_file ? open(name.c_str(), O_RDWR | O_CLOEXEC) : shm_open(name.c_str(), O_RDWR, 0600);
+  if (fd < 0) throw system_error(memory_file ? "open" : "shm_open", name);
   try {
     segment.address_ = map_descriptor(fd, segment.size_, name);
   } catch (...) {
@@ -126,6 +149,10 @@ SharedSegment SharedSegment::borrowed(void* address, std::size_t bytes) {
 }
 
 void SharedSegment::unlink() {
+  if (descriptor_ >= 0) {
+    close(descriptor_);
+    descriptor_ = -1;
+  }
   if (owner_linked_) {
     shm_unlink(name_.c_str());
     owner_linked_ = false;
@@ -137,6 +164,7 @@ void SharedSegment::release() {
   if (address_ != nullptr && !borrowed_) munmap(address_, size_);
   address_ = nullptr;
   borrowed_ = false;
+  outside_shm_ = false;
   size_ = 0;
 }
 

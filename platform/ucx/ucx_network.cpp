@@ -166,6 +166,9 @@ class UcxNetwork final : public Network {
   friend void on_peer_error(void*, ucp_ep_h, ucs_status_t);
 
   void teardown() noexcept;
+  // ucp_init and ucp_worker_create, with UCX_TLS replaced by transports
+  // unless that is null.
+  void open_worker(const char* transports);
   Peer& peer_at(int peer);
   ucp_ep_h connect(Peer& p);
   // The endpoint to use, or nullptr after reporting the peer's failure.
@@ -301,6 +304,33 @@ ucs_status_t on_message(void* arg, const void* header, std::size_t header_length
 // ---------------------------------------------------------------------------
 // construction
 
+void UcxNetwork::open_worker(const char* transports) {
+  ucp_config_t* config = nullptr;
+  check("ucp_config_read", ucp_config_read(nullptr, nullptr, &config));
+  if (transports != nullptr) {
+    if (ucs_status_t st = ucp_config_modify(config, "TLS", transports); st != UCS_OK) {
+      ucp_config_release(config);
+      check("ucp_config_modify", st);
+    }
+  }
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
+                      UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
+  params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+  params.mt_workers_shared = 0;
+  params.estimated_num_eps = static_cast<std::size_t>(size_);
+  ucs_status_t st = ucp_init(&params, config, &context_);
+  ucp_config_release(config);
+  check("ucp_init", st);
+
+  ucp_worker_params_t wp{};
+  wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  // The core serialises all calls, but from two threads (the application's
+  // and its progress thread).
+  wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;
+  check("ucp_worker_create", ucp_worker_create(context_, &wp, &worker_));
+}
+
 UcxNetwork::UcxNetwork(int rank, int size, const UcxOptions& options)
     : rank_(rank), size_(size), detect_failures_(options.detect_failures) {
   if (size <= 0 || rank < 0 || rank >= size) {
@@ -327,25 +357,21 @@ UcxNetwork::UcxNetwork(int rank, int size, const UcxOptions& options)
   // carry virtual-node traffic on one host can be chosen
   // (UcxOptions::detect_failures, ARMCI_UCX_ERR_MODE).
   try {
-    ucp_config_t* config = nullptr;
-    check("ucp_config_read", ucp_config_read(nullptr, nullptr, &config));
-    ucp_params_t params{};
-    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
-                        UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
-    params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
-    params.mt_workers_shared = 0;
-    params.estimated_num_eps = static_cast<std::size_t>(size);
-    ucs_status_t st = ucp_init(&params, config, &context_);
-    ucp_config_release(config);
-    check("ucp_init", st);
-
-    ucp_worker_params_t wp{};
-    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    // The core serialises all calls, but from two threads (the application's
-    // and its progress thread).
-    wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;
-    check("ucp_worker_create", ucp_worker_create(context_, &wp, &worker_));
-
+    open_worker(nullptr);
+  } catch (const std::exception& e) {
+    // UCX's posix transport keeps its receive queues in /dev/shm, and a
+    // container's small one cannot hold them: without it UCX still has
+    // sysv, cma and tcp. A choice of transports the user made stands.
+    teardown();
+    if (std::getenv("UCX_TLS") != nullptr) throw;
+    try {
+      open_worker("^posix");
+    } catch (...) {
+      teardown();
+      throw std::runtime_error(std::string(e.what()) + " (and again without UCX's posix transport)");
+    }
+  }
+  try {
     ucp_worker_attr_t attr{};
     attr.field_mask = UCP_WORKER_ATTR_FIELD_ADDRESS | UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
     check("ucp_worker_query", ucp_worker_query(worker_, &attr));

@@ -99,6 +99,36 @@ std::string Memory::shm_space_message(const platform::ShmSpaceError& e) const {
          "ARMCI_Malloc memory comes from the network layer instead)";
 }
 
+platform::SharedSegment Memory::make_shared_segment(std::uint64_t id, std::size_t bytes) {
+  try {
+    return platform::SharedSegment::create(segment_name(peers_.rank(), id), bytes);
+  } catch (const platform::ShmSpaceError&) {
+    if (shm_fallback_ != ShmFallback::memfd) throw;
+    // Still shared memory, at full speed, only not bounded by /dev/shm's
+    // size; if even that cannot be reserved, the /dev/shm error stands.
+    try {
+      return platform::SharedSegment::create_outside_shm(bytes);
+    } catch (const platform::ShmSpaceError&) {
+    }
+    throw;
+  }
+}
+
+void Memory::warn_outside_shm(const std::vector<std::string>& names) {
+  if (warned_outside_shm_) return;
+  for (std::size_t r = 0; r < names.size(); ++r) {
+    if (!names[r].starts_with("/proc/")) continue;
+    warned_outside_shm_ = true;
+    if (static_cast<int>(r) == peers_.rank())
+      std::fprintf(stderr,
+                   "armci: rank %d: /dev/shm is too small (%zu bytes free): shared segments are made outside "
+                   "it, in memory files that neighbours map through /proc (as fast; counted as this process's "
+                   "memory; ARMCI_SHM_FALLBACK=error makes this an error). Said once.\n",
+                   peers_.rank(), platform::shm_space_left());
+    return;
+  }
+}
+
 std::string Memory::segment_name(int proc, std::uint64_t id) const {
   return segment_names::name(job_tag_, pids_[static_cast<std::size_t>(proc)], proc, id);
 }
@@ -117,7 +147,7 @@ std::unique_ptr<Allocation> Memory::collective_allocate(std::size_t bytes, bool 
   std::string failure;
   if (bytes > 0 && peers_.neighbours_share_memory()) {
     try {
-      allocation->own = platform::SharedSegment::create(segment_name(peers_.rank(), allocation->id), bytes);
+      allocation->own = make_shared_segment(allocation->id, bytes);
     } catch (const platform::ShmSpaceError& e) {
       failure = shm_space_message(e);
     } catch (const std::exception& e) {
@@ -136,7 +166,7 @@ std::unique_ptr<Allocation> Memory::collective_allocate(std::size_t bytes, bool 
     }
   }
   RecordWriter record;
-  record.add_bytes(std::as_bytes(std::span(failure.data(), failure.size())));
+  record.add_string(failure);
   record.add<std::uint64_t>(allocation->id);
   record.add<std::uint64_t>(reinterpret_cast<std::uintptr_t>(allocation->own.address()));
   record.add<std::uint64_t>(bytes);
@@ -150,15 +180,16 @@ std::unique_ptr<Allocation> Memory::collective_allocate(std::size_t bytes, bool 
     allocation->own_key = packed;
   }
   record.add_bytes(packed);
+  record.add_string(allocation->own.name());
   auto records = members ? members->exchange(record.bytes) : exchange_(record.bytes);
 
   std::string failures;
   for (const auto& theirs : records) {
     if (theirs.empty()) continue;  // outside the group
-    auto text = RecordReader(theirs).take_bytes();
+    const std::string text = RecordReader(theirs).take_string();
     if (text.empty()) continue;
     if (!failures.empty()) failures += "; ";
-    failures.append(reinterpret_cast<const char*>(text.data()), text.size());
+    failures += text;
   }
   if (!failures.empty()) {
     free_allocation(*allocation);
@@ -168,15 +199,17 @@ std::unique_ptr<Allocation> Memory::collective_allocate(std::size_t bytes, bool 
   const auto n = static_cast<std::size_t>(peers_.size());
   size_parts(*allocation, n);
   allocation->mapped.resize(n);
+  std::vector<std::string> names(n);
   for (int r = 0; r < peers_.size(); ++r) {
     const auto i = static_cast<std::size_t>(r);
     if (records[i].empty()) continue;  // outside the group
     RecordReader in(records[i]);
     read_part_head(in, *allocation, i);
     auto key = in.take_bytes();
+    names[i] = in.take_string();
     if (allocation->sizes[i] == 0) continue;
     if (peers_.kind(r) == PeerKind::shared_memory)
-      allocation->mapped[i] = platform::SharedSegment::attach(segment_name(r, allocation->ids[i]), allocation->sizes[i]);
+      allocation->mapped[i] = platform::SharedSegment::attach(names[i], allocation->sizes[i]);
     // With a network every rank packs a key, and every key is unpacked:
     // self's and neighbours' too, for network atomics.
     if (!key.empty())
@@ -189,6 +222,7 @@ std::unique_ptr<Allocation> Memory::collective_allocate(std::size_t bytes, bool 
     else barrier_();
     allocation->own.unlink();
   }
+  warn_outside_shm(names);
   allocating_ = 0;
   return allocation;
 }
@@ -243,7 +277,7 @@ std::uint64_t Memory::take_segment(std::uint64_t id, std::size_t bytes, const st
     // too, without reserving it.
     segment.memory = platform::SharedSegment::anonymous(bytes);
   } else if (peers_.neighbours_share_memory()) {
-    segment.memory = platform::SharedSegment::create(segment_name(peers_.rank(), id), bytes);
+    segment.memory = make_shared_segment(id, bytes);
   } else if (void* memory = network ? progress_.with_network([&](platform::Network& net) {
                return net.allocate_memory(need, segment.registration);
              })
@@ -401,7 +435,7 @@ std::optional<std::vector<void*>> Memory::try_allocate(const char* call, std::si
     regions_.insert(peers_.rank(), own);
   }
   RecordWriter record;
-  record.add_bytes(std::as_bytes(std::span(failure.data(), failure.size())));
+  record.add_string(failure);
   record.add<std::uint64_t>(allocation->id);
   record.add<std::uint64_t>(mine ? reinterpret_cast<std::uintptr_t>(mine->memory.address()) : 0);
   record.add<std::uint64_t>(mine ? bytes : 0);
@@ -413,6 +447,7 @@ std::optional<std::vector<void*>> Memory::try_allocate(const char* call, std::si
   record.add<std::uint64_t>(spare_bytes_);
   record.add<std::uint8_t>(short_of_shm ? 1 : 0);
   record.add<std::uint8_t>(network_memory ? 1 : 0);
+  record.add_string(made ? std::string_view(mine->memory.name()) : std::string_view());
   std::vector<std::vector<std::byte>> records;
   try {
     records = members ? members->exchange(record.bytes) : exchange_(record.bytes);
@@ -428,7 +463,7 @@ std::optional<std::vector<void*>> Memory::try_allocate(const char* call, std::si
   for (std::size_t r = 0; r < records.size(); ++r) {
     if (records[r].empty()) continue;  // outside the group
     RecordReader in(records[r]);
-    auto text = in.take_bytes();
+    const std::string text = in.take_string();
     for (int skip = 0; skip < 5; ++skip) in.take<std::uint64_t>();
     any_made |= in.take<std::uint8_t>() != 0;
     in.take_bytes();
@@ -438,7 +473,7 @@ std::optional<std::vector<void*>> Memory::try_allocate(const char* call, std::si
     if (was_short) short_nodes[static_cast<std::size_t>(peers_.node_of(static_cast<int>(r)))] = true;
     else only_short = false;
     if (!failures.empty()) failures += "; ";
-    failures.append(reinterpret_cast<const char*>(text.data()), text.size());
+    failures += text;
   }
   if (!failures.empty()) {
     if (mine) {
@@ -477,6 +512,7 @@ std::optional<std::vector<void*>> Memory::try_allocate(const char* call, std::si
   allocation->segments.assign(n, 0);
   std::vector<std::byte*> local(n, nullptr);
   std::vector<bool> network_regions(n, false);
+  std::vector<std::string> names(n);
   for (int r = 0; r < peers_.size(); ++r) {
     const auto i = static_cast<std::size_t>(r);
     if (records[i].empty()) continue;  // outside the group
@@ -489,6 +525,7 @@ std::optional<std::vector<void*>> Memory::try_allocate(const char* call, std::si
     in.take<std::uint64_t>();  // spare bytes
     in.take<std::uint8_t>();   // short of /dev/shm
     const bool network_part = in.take<std::uint8_t>() != 0;
+    names[i] = in.take_string();
     if (allocation->sizes[i] == 0) continue;
     // A neighbour's part in its private memory: reached through the
     // network layer by its key, like a network peer's (self copies its own).
@@ -497,7 +534,7 @@ std::optional<std::vector<void*>> Memory::try_allocate(const char* call, std::si
     if (new_segment) {
       PeerSegment& reached = peer_segments_[which];
       if (peers_.kind(r) == PeerKind::shared_memory && !network_part)
-        reached.mapped = platform::SharedSegment::attach(segment_name(r, allocation->segments[i]), capacity);
+        reached.mapped = platform::SharedSegment::attach(names[i], capacity);
       // With a network every rank packs a key, and every key is unpacked:
       // self's and neighbours' too, for network atomics.
       if (!key.empty())
@@ -526,6 +563,7 @@ std::optional<std::vector<void*>> Memory::try_allocate(const char* call, std::si
     else barrier_();
     if (made) own_segments_.at(my_segment).memory.unlink();
   }
+  warn_outside_shm(names);
   allocating_ = 0;
 
   std::vector<void*> bases(n);

@@ -252,6 +252,12 @@ class Memory {
                                           std::size_t bytes);
   std::string segment_name(int proc, std::uint64_t id) const;
   std::string shm_space_message(const platform::ShmSpaceError& e) const;
+  // A new node-shared segment for this rank: in /dev/shm, or where /dev/shm
+  // is short and ARMCI_SHM_FALLBACK=memfd, outside it.
+  platform::SharedSegment make_shared_segment(std::uint64_t id, std::size_t bytes);
+  // Says once per job, on the lowest rank that made one, that segments
+  // were made outside /dev/shm. names: each rank's segment name, by rank.
+  void warn_outside_shm(const std::vector<std::string>& names);
 
   const Peers& peers_;
   Progress& progress_;
@@ -271,6 +277,7 @@ class Memory {
   std::size_t keep_freed_bytes_;
   ShmFallback shm_fallback_;
   bool warned_fall_back_ = false;
+  bool warned_outside_shm_ = false;
   // Per rank: its live regions in network memory although it is a node
   // neighbour (reached_through_network).
   std::vector<std::size_t> network_regions_;

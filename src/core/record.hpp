@@ -6,6 +6,8 @@
 #include <cstring>
 #include <span>
 #include <stdexcept>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace armci {
@@ -21,6 +23,7 @@ class RecordWriter {
     add<std::uint64_t>(data.size());
     bytes.insert(bytes.end(), data.begin(), data.end());
   }
+  void add_string(std::string_view text) { add_bytes(std::as_bytes(std::span(text.data(), text.size()))); }
   std::vector<std::byte> bytes;
 };
 
@@ -40,6 +43,13 @@ class RecordReader {
     check(n);
     std::vector<std::byte> out(data_.begin() + static_cast<std::ptrdiff_t>(at_),
                                data_.begin() + static_cast<std::ptrdiff_t>(at_ + n));
+    at_ += n;
+    return out;
+  }
+  std::string take_string() {
+    auto n = take<std::uint64_t>();
+    check(n);
+    std::string out(reinterpret_cast<const char*>(data_.data() + at_), n);
     at_ += n;
     return out;
   }

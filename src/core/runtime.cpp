@@ -98,12 +98,12 @@ void Runtime::start_up() {
   }
   RecordWriter record;
   const std::string host = hostname();
-  record.add_bytes(std::as_bytes(std::span(host.data(), host.size())));
+  record.add_string(host);
   std::vector<std::byte> address;
   if (network_) address = network_->local_address();
   record.add_bytes(address);
   record.add<std::int64_t>(getpid());
-  record.add_bytes(std::as_bytes(std::span(network_failure.data(), network_failure.size())));
+  record.add_string(network_failure);
   auto records = bootstrap_->allgather(record.bytes);
   std::vector<std::string> hosts(static_cast<std::size_t>(size));
   std::vector<std::vector<std::byte>> addresses(static_cast<std::size_t>(size));
@@ -111,17 +111,15 @@ void Runtime::start_up() {
   std::string network_failure_anywhere;
   for (int r = 0; r < size; ++r) {
     RecordReader in(records[static_cast<std::size_t>(r)]);
-    auto h = in.take_bytes();
-    hosts[static_cast<std::size_t>(r)].assign(reinterpret_cast<const char*>(h.data()), h.size());
+    hosts[static_cast<std::size_t>(r)] = in.take_string();
     addresses[static_cast<std::size_t>(r)] = in.take_bytes();
     pids[static_cast<std::size_t>(r)] = static_cast<long>(in.take<std::int64_t>());
     // Whether the layer started is decided from everyone's records: a rank
     // that went on alone would make segments and then be killed in the
     // next exchange, leaving them in /dev/shm.
-    auto failed = in.take_bytes();
+    const std::string failed = in.take_string();
     if (!failed.empty() && network_failure_anywhere.empty())
-      network_failure_anywhere = "on rank " + std::to_string(r) + ": " +
-                                 std::string(reinterpret_cast<const char*>(failed.data()), failed.size());
+      network_failure_anywhere = "on rank " + std::to_string(r) + ": " + failed;
   }
   // A dead peer must end our waits, whoever notices first: the launcher's
   // events, or (same host) its process being gone.

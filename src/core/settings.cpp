@@ -164,11 +164,13 @@ const Entry kEntries[] = {
     number<FIELD(malloc_keep), 0>("ARMCI_MALLOC_KEEP"),
     {"ARMCI_SHM_FALLBACK",
      [](Settings& s, const char* n, const char* text) {
-       s.shm_fallback = parse_choice(n, text, {"network", "error", "always"},
-                                     {ShmFallback::network, ShmFallback::error, ShmFallback::always});
+       s.shm_fallback = parse_choice(n, text, {"memfd", "network", "error", "always"},
+                                     {ShmFallback::memfd, ShmFallback::network, ShmFallback::error,
+                                      ShmFallback::always});
      },
      [](const Settings& s) -> std::string {
        switch (s.shm_fallback) {
+         case ShmFallback::memfd: return "memfd";
          case ShmFallback::network: return "network";
          case ShmFallback::error: return "error";
          case ShmFallback::always: return "always";

@@ -16,7 +16,7 @@ enum class NetworkChoice { automatic, ucx, verbs };
 // ARMCI_SHM_FALLBACK: what an ARMCI_Malloc that /dev/shm cannot hold does.
 // always: every part in network memory from the start, so the tests run
 // the fallback's paths without a small /dev/shm.
-enum class ShmFallback { network, error, always };
+enum class ShmFallback { memfd, network, error, always };
 // What the helper thread does when it has nothing to serve.
 enum class HelperMode { block, spin, none };
 // ARMCI_PROTOCOL (contiguous; no host) and ARMCI_STRIDED_PROTOCOL: one
@@ -70,7 +70,7 @@ struct Settings {
   // ARMCI_MALLOC_KEEP: bytes of its freed ARMCI_Malloc parts a rank keeps
   // for later allocations (capped by a share of /dev/shm, see Memory).
   std::size_t malloc_keep = 64 * 1024 * 1024;
-  ShmFallback shm_fallback = ShmFallback::network;  // ARMCI_SHM_FALLBACK
+  ShmFallback shm_fallback = ShmFallback::memfd;  // ARMCI_SHM_FALLBACK
   bool return_on_peer_failure = false;              // ARMCI_ON_PEER_FAILURE=return (abort: false)
   long win_sync_timeout_s = 60;                      // ARMCI_WIN_SYNC_TIMEOUT: PSCW waits (0: none)
   WinReorder win_reorder = WinReorder::none;         // ARMCI_WIN_REORDER

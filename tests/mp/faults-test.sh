@@ -6,25 +6,32 @@
 # verbs-mixed, as in run-mp-tests.sh, which scripts/test-verbs-vm.sh runs
 # in the Soft-RoCE VM with FAULTS_PARTS="2 4").
 #
-#  1. /dev/shm too small: in a private mount namespace (unshare -m) with an
-#     8 MiB tmpfs on /dev/shm, ARMCI_Malloc of more than fits must fail on
-#     every rank with an armci: error naming ARMCI_Malloc, the size asked,
-#     the space left and the setting to change; a job where only some ranks
-#     fit must fail on all of them; an allocation that fits must work; a
-#     shared-memory-only job must start in a 1 MiB /dev/shm (no network
-#     layer shared memory needed); /dev/shm must be empty afterwards.
-#     Spare segments (ARMCI_MALLOC_KEEP) are given back, on every rank,
-#     before an allocation that needs their room fails.
-#     Fallback (4 ranks, two virtual nodes over UCX, a 32 MiB /dev/shm):
-#     the first node's ranks ask 20 MiB each, which cannot both fit, so that
-#     node's parts are made in network memory (ARMCI_SHM_FALLBACK=network,
-#     the default), said once; every kind of transfer between every pair is
+#  1. /dev/shm too small: in a private mount namespace (unshare -m) with a
+#     small tmpfs on /dev/shm.
+#     By default (ARMCI_SHM_FALLBACK=memfd) segments that do not fit are made
+#     outside /dev/shm, in memory files neighbours map through /proc: a
+#     one-node job of 4 ranks in a 1 MiB /dev/shm allocates 2 x 20 MiB and
+#     moves every kind of transfer between every pair, checked in memory;
+#     said once, nothing left in /dev/shm.
+#     With ARMCI_SHM_FALLBACK=error, ARMCI_Malloc of more than fits in 8 MiB
+#     must fail on every rank with an armci: error naming ARMCI_Malloc, the
+#     size asked, the space left and the setting to change; a job where only
+#     some ranks fit must fail on all of them; an allocation that fits must
+#     work; /dev/shm must be empty afterwards. Spare segments
+#     (ARMCI_MALLOC_KEEP) are given back, on every rank, before an allocation
+#     that needs their room fails.
+#     Network fallback (ARMCI_SHM_FALLBACK=network; 4 ranks, two virtual
+#     nodes over UCX, a 32 MiB /dev/shm): the first node's ranks ask 20 MiB
+#     each, which cannot both fit, so that node's parts are made in network
+#     memory, said once; every kind of transfer between every pair is
 #     checked in memory; /dev/shm is empty afterwards. With
 #     ARMCI_SHM_FALLBACK=error the same ARMCI_Malloc fails on every rank,
 #     naming the size, the space left and the setting.
-#     ARMCI_Init where UCX's own segments fill /dev/shm on some ranks, or
-#     leave no room for the start-up segments: all fail, each with an
-#     ARMCI_Init error, and leave nothing in /dev/shm.
+#     Virtual nodes over UCX in an 8, 16 or 17 MiB /dev/shm, where UCX's own
+#     posix segments do not fit (it is started again without them) and the
+#     start-up segments neither (they go outside /dev/shm): the job works,
+#     data checked, nothing left. A shared-memory-only job starts in a 1 MiB
+#     /dev/shm (no network layer shared memory needed).
 #  2. A rank killed (SIGKILL) while the others are in ARMCI_Barrier, wait in
 #     ARMCI_Lock for a mutex it holds, or ARMCI_Wait on a get from it, with
 #     each mode of FAULTS_MODES: every survivor ends with an error naming
@@ -105,12 +112,21 @@ if ! want_part 1; then :
 elif ! unshare -m true 2>/dev/null; then
   bad "shm-full" "unshare -m is not permitted here (needs root or user namespaces); cannot test a full /dev/shm"
 else
+  NO_RECOVERY=1 unshare -m bash -c "shm_case 1 job 4 120 ARMCI_SHM=1 -- $bindir/mp_faults fallback 20480 256"
+  rc=$?
+  name="shm-full np=4, one node, default fallback (2 x 20 MiB in a 1 MiB /dev/shm): memory files, data checked"
+  if [ $rc -ne 0 ] || [ "$(grep -c '^PASS mp_faults' "$work/out")" -ne 4 ]; then bad "$name" "exit status $rc"
+  elif [ "$(grep -c '^moved rank' "$work/out")" -ne 4 ]; then bad "$name" "not every rank moved its data"
+  elif [ "$(grep -c 'shared segments are made outside it' "$work/err")" -ne 1 ]; then
+    bad "$name" "the fallback was not said exactly once"
+  elif [ -s "$work/left" ]; then bad "$name" "left in /dev/shm: $(tr '\n' ' ' <"$work/left")"
+  else ok "$name"; fi
   for np in 2 4; do
     # 4 ranks x 3 MiB: the first ranks fit in 8 MiB, the last do not.
     kib=$((np == 2 ? 16384 : 3072))
     # With recovery, so that the launcher does not end the other ranks
     # before they print (and its exit status is 0 then: the lines count).
-    unshare -m bash -c "shm_case 8 job $np 60 ARMCI_SHM=1 -- $bindir/mp_faults alloc 256 $kib"
+    unshare -m bash -c "shm_case 8 job $np 60 ARMCI_SHM=1 ARMCI_SHM_FALLBACK=error -- $bindir/mp_faults alloc 256 $kib"
     rc=$?
     name="shm-full np=$np (${kib} KiB per rank in an 8 MiB /dev/shm)"
     nerr=$(grep -c "ARMCI_Malloc: allocating $((kib * 1024)) bytes failed: rank [0-9]* could not reserve" "$work/err")
@@ -128,7 +144,7 @@ else
   # (ARMCI_MALLOC_KEEP, capped by a share of the free /dev/shm); the second
   # (3700 KiB a rank) fits only once the spares are given back (it fails
   # when they are not: checked by hand with the release left out).
-  NO_RECOVERY=1 unshare -m bash -c "shm_case 8 job 2 60 ARMCI_SHM=1 -- $bindir/mp_faults allocfree 400 3700"
+  NO_RECOVERY=1 unshare -m bash -c "shm_case 8 job 2 60 ARMCI_SHM=1 ARMCI_SHM_FALLBACK=error -- $bindir/mp_faults allocfree 400 3700"
   rc=$?
   name="shm-full: spare segments given back for an allocation that needs their room"
   if [ $rc -ne 0 ] || [ "$(grep -c '^PASS mp_faults' "$work/out")" -ne 2 ]; then bad "$name" "exit status $rc"
@@ -136,7 +152,7 @@ else
   elif [ -s "$work/left" ]; then bad "$name" "left in /dev/shm: $(tr '\n' ' ' <"$work/left")"
   else ok "$name"; fi
   mixed="ARMCI_SHM=1 ARMCI_VNODE_SIZE=2 ARMCI_NETWORK=ucx"
-  NO_RECOVERY=1 unshare -m bash -c "shm_case 32 job 4 120 $mixed -- $bindir/mp_faults fallback 20480 256"
+  NO_RECOVERY=1 unshare -m bash -c "shm_case 32 job 4 120 $mixed ARMCI_SHM_FALLBACK=network -- $bindir/mp_faults fallback 20480 256"
   rc=$?
   name="shm-fallback np=4 (2 x 20 MiB on one virtual node in a 32 MiB /dev/shm): network memory, data checked"
   nwarn=$(grep -c "rank 0: ARMCI_Malloc: /dev/shm is too small for this node's parts (20971520 bytes here)" "$work/err")
@@ -157,18 +173,14 @@ else
     bad "$name" "the error does not give the space left and the setting"
   elif [ -s "$work/left" ]; then bad "$name" "left in /dev/shm: $(tr '\n' ' ' <"$work/left")"
   else ok "$name"; fi
-  # UCX starts on some ranks and not on others (its own segments fill
-  # /dev/shm): every rank must fail ARMCI_Init at the same point, before any
-  # made a segment, and leave nothing behind.
-  # (17 MiB: UCX starts, an inbox segment at start-up does not fit.)
+  # UCX's own posix segments do not fit (8, 16 MiB: it starts again
+  # without them), or the start-up segments do not (17 MiB): the job works.
   for mib in 8 16 17; do
-    unshare -m bash -c "shm_case $mib job 4 60 $mixed -- $bindir/mp_faults alloc 64"
+    NO_RECOVERY=1 unshare -m bash -c "shm_case $mib job 4 120 $mixed -- $bindir/mp_faults fallback 20480 256"
     rc=$?
-    name="ARMCI_Init with virtual nodes over UCX in a $mib MiB /dev/shm: works or fails on every rank, nothing left"
-    ninit=$(grep -c "^armci: rank [0-9]*: ARMCI_Init: " "$work/err")
-    if [ $rc -ge 124 ]; then bad "$name" "not over within 60 s"
-    elif [ "$(grep -c '^PASS mp_faults' "$work/out")" -ne 4 ] && [ "$ninit" -ne 4 ]; then
-      bad "$name" "$ninit of 4 ranks printed the ARMCI_Init error"
+    name="virtual nodes over UCX in a $mib MiB /dev/shm: starts, data checked, nothing left"
+    if [ $rc -ne 0 ] || [ "$(grep -c '^PASS mp_faults' "$work/out")" -ne 4 ]; then bad "$name" "exit status $rc"
+    elif [ "$(grep -c '^moved rank' "$work/out")" -ne 4 ]; then bad "$name" "not every rank moved its data"
     elif [ -s "$work/left" ]; then bad "$name" "left in /dev/shm: $(tr '\n' ' ' <"$work/left")"
     else ok "$name"; fi
   done

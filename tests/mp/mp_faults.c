@@ -28,8 +28,9 @@
  *                 prints "returned rank R" at the end
  *   fallback BIG SMALL  the first half of the ranks (one virtual node)
  *                 allocates BIG KiB each, the others SMALL: in a /dev/shm
- *                 too small for the big parts, that node's ranks fall back
- *                 to network memory (ARMCI_SHM_FALLBACK=network); every rank
+ *                 too small for the big parts, they fall back (outside
+ *                 /dev/shm by default, to network memory with
+ *                 ARMCI_SHM_FALLBACK=network); every rank
  *                 then moves data to and from every rank (contiguous,
  *                 strided, vector, nonblocking, Acc, Rmw, notify) and checks
  *                 what memory holds; prints "moved rank R" (with =error the

@@ -137,9 +137,13 @@ TEST(SettingsDeathTest, BadWindowLockMigrationIsRefused) {
   EXPECT_EXIT(Settings::from_environment(), ::testing::ExitedWithCode(1), "ARMCI_WIN_LOCK_MIGRATE='0'");
 }
 
-TEST(Settings, ShmFallbackIsNetworkByDefaultAndCanBeAnError) {
-  EXPECT_EQ(Settings::from_environment().shm_fallback, ShmFallback::network);
-  EXPECT_EQ(row(Settings::from_environment().rows(), "ARMCI_SHM_FALLBACK")->value, "network");
+TEST(Settings, ShmFallbackIsMemfdByDefaultAndCanBeAnError) {
+  EXPECT_EQ(Settings::from_environment().shm_fallback, ShmFallback::memfd);
+  EXPECT_EQ(row(Settings::from_environment().rows(), "ARMCI_SHM_FALLBACK")->value, "memfd");
+  {
+    ScopedVariable network("ARMCI_SHM_FALLBACK", "network");
+    EXPECT_EQ(Settings::from_environment().shm_fallback, ShmFallback::network);
+  }
   ScopedVariable error("ARMCI_SHM_FALLBACK", "error");
   EXPECT_EQ(Settings::from_environment().shm_fallback, ShmFallback::error);
   EXPECT_EQ(row(Settings::from_environment().rows(), "ARMCI_SHM_FALLBACK")->value, "error");
@@ -148,7 +152,7 @@ TEST(Settings, ShmFallbackIsNetworkByDefaultAndCanBeAnError) {
 TEST(SettingsDeathTest, UnknownShmFallbackIsRefused) {
   ScopedVariable bad("ARMCI_SHM_FALLBACK", "tcp");
   EXPECT_EXIT(Settings::from_environment(), ::testing::ExitedWithCode(1),
-              "setting ARMCI_SHM_FALLBACK='tcp' is not one of network, error, always");
+              "setting ARMCI_SHM_FALLBACK='tcp' is not one of memfd, network, error, always");
 }
 
 }  // namespace
