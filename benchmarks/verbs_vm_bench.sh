@@ -6,8 +6,11 @@
 # read. ROUNDS (default 3) rounds, each: perftest's latencies, then ARMCI
 # with the default settings under mpirun's default binding, with
 # ARMCI_HELPER=none (the best setting for latency), and with --bind-to none
-# (a free core for the helper). Reported: the median of the rounds' medians
-# [min-max]. EXTRA_SETTING="label|mpirun args" adds one more column.
+# (a free core for the helper). Also window epochs (win_bench: lock + 8 B put
+# + unlock, exclusive and shared, and lock/unlock alone) against one
+# ib_atomic_lat plus one ib_write_lat, issue 13's reference over verbs.
+# Reported: the median of the rounds' medians [min-max].
+# EXTRA_SETTING="label|mpirun args" adds one more column.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 if [ -z "${RXE_VM:-}" ]; then
@@ -69,6 +72,15 @@ armci_runs() {  # round
       > "$out/rmw_${i}_$1.txt" 2>&1 || { cat "$out/rmw_${i}_$1.txt"; exit 1; }
     awk -F, -v s="${labels[$i]}" '$3 == "fetch_add_long" && $4 == "rank1" { print "fetch-add_8_us", s, $5 }' \
       "$out/rmw_${i}_$1.csv" >> "$out/figures"
+    # Window epochs (issue 13): an exclusive lock is one remote
+    # compare-and-swap, the put and the unlock's release one more round
+    # trip, so the reference is one atomic plus one write of perftest.
+    # shellcheck disable=SC2086
+    timeout 600 mpirun -np 2 ${args[$i]} "${net[@]}" benchmarks/win_bench \
+      --cells lock_put_unlock_x,lock_put_unlock_s,lock_unlock -r 5 -c "$out/win_${i}_$1.csv" \
+      > "$out/win_${i}_$1.txt" 2>&1 || { cat "$out/win_${i}_$1.txt"; exit 1; }
+    awk -F, -v s="${labels[$i]}" '$1 == "libarmci" { print "win_" $2 "_us", s, $3 }' \
+      "$out/win_${i}_$1.csv" >> "$out/figures"
   done
 }
 
@@ -81,6 +93,11 @@ for ((round = 1; round <= rounds; round++)); do
   note put+fence_8_us perftest "$(lat_of write_lat)"
   note get_8_us perftest "$(lat_of read_lat)"
   note fetch-add_8_us perftest "$(lat_of atomic_lat)"
+  # One atomic and one write: what a lock epoch with one put cannot beat.
+  both=$(awk -v a="$(lat_of atomic_lat)" -v w="$(lat_of write_lat)" 'BEGIN { print a + w }')
+  note win_lock_put_unlock_x_us perftest "$both"
+  note win_lock_put_unlock_s_us perftest "$both"
+  note win_lock_unlock_us perftest "$(lat_of atomic_lat)"
   perf_pair write_lat ib_write_lat -s 4096 -n "$iters"
   perf_pair read_lat ib_read_lat -s 4096 -n "$iters"
   note put+fence_4096_us perftest "$(lat_of write_lat)"
@@ -96,7 +113,9 @@ done
 # default over perftest (time), perftest over the default (bandwidth).
 echo
 echo "ARMCI over verbs ($rounds rounds; median [min-max]); the perftest rows of put are"
-echo "ib_write_lat, of get ib_read_lat, of fetch-add ib_atomic_lat -A FETCH_AND_ADD"
+echo "ib_write_lat, of get ib_read_lat, of fetch-add ib_atomic_lat -A FETCH_AND_ADD; of the"
+echo "window epochs (win_bench, ARMCI_Win_lock + 8 B put + unlock) ib_atomic_lat + ib_write_lat,"
+echo "of lock_unlock ib_atomic_lat"
 awk -v settings="${labels[*]} perftest" '
   { v[$1, $2] = v[$1, $2] " " $3; if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 } }
   function summary(list,   a, k, i, j, t) {
