@@ -4,6 +4,7 @@
 
 #include "src/core/completion.hpp"
 #include "src/core/error.hpp"
+#include "src/core/peer_failure.hpp"
 #include "src/core/incoming.hpp"
 #include "src/core/memory.hpp"
 #include "src/core/strided.hpp"
@@ -188,10 +189,17 @@ int HostAssisted::advance(std::size_t) {
   int events = 0;
   while (!operations_.empty() && operations_.front()->done.done()) {
     Operation& operation = *operations_.front();
-    if (int error = operation.done.error.load(); error != 0)
-      fail("ARMCI_PutS/GetS (host-assisted)", "serving rank %d: the network layer reported: %s", operation.source,
-           progress_.network_locked().error_string(error).c_str());
-    if (operation.token != 0) messages_.send_ack(operation.source, operation.kind, operation.token);
+    if (int error = operation.done.error.load(); error != 0) {
+      // An origin that died mid-transfer took its memory with it: the
+      // transfer was its own, so there is nobody left to serve or to
+      // answer, and this rank (in return mode) goes on. Anything else is
+      // this rank's error.
+      if (!await_peer_failure(operation.source, kNetworkErrorGrace))
+        fail("ARMCI_PutS/GetS (host-assisted)", "serving rank %d: the network layer reported: %s",
+             operation.source, progress_.network_locked().error_string(error).c_str());
+    } else if (operation.token != 0) {
+      messages_.send_ack(operation.source, operation.kind, operation.token);
+    }
     operations_.pop_front();
     active_.fetch_sub(1);
     ++events;
