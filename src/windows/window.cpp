@@ -65,6 +65,7 @@
 #include <cstring>
 
 #include "src/core/completion.hpp"
+#include "src/core/copy.hpp"
 #include "src/core/error.hpp"
 #include "src/core/memory.hpp"
 #include "src/core/progress.hpp"
@@ -143,6 +144,16 @@ Window::Window(const char* call, WindowParts parts, const Group& group, void* ba
     if (parts_.peers.reached_by_network(world(r)) || control_->local(parts_.peers, world(r)) == nullptr)
       cpu_locks_ = false;
   const auto un = static_cast<std::size_t>(n);
+  lock_words_.reserve(2 * un);
+  mapped_.assign(un, nullptr);
+  for (int r = 0; r < n; ++r) {
+    lock_words_.push_back(word(r, kNetworkWord));
+    lock_words_.push_back(word(r, kCpuWord));
+    const Target& t = targets_[static_cast<std::size_t>(r)];
+    if (t.bytes > 0)
+      mapped_[static_cast<std::size_t>(r)] =
+          parts_.memory.local_mapping(call, "base", world(r), reinterpret_cast<const void*>(t.base), t.bytes);
+  }
   // A claim from off the node is served by the target's helper thread;
   // without one it would wait until the target's application next calls
   // the library, and a passive target may compute for long: such windows
@@ -245,6 +256,29 @@ void Window::contiguous(const char* call, Op op, const AccArgs* acc, const void*
   check_epoch(call, rank);
   const std::uintptr_t remote = target_address(call, rank, disp, bytes);
   if (bytes == 0) return;
+  const auto t = static_cast<std::size_t>(rank);
+  if (op != Op::acc && mapped_[t] != nullptr && (op == Op::get || parts_.reorder == WinReorder::none)) [[likely]] {
+    // A node neighbour (or self): the copy Transfers would make, without
+    // its region lookup. Done when it returns, so it needs no completion;
+    // only a write that overlaps an unfinished one of another kind waits.
+    std::byte* at = mapped_[t] + (remote - targets_[t].base);
+    if (op == Op::get) {
+      copy_bytes(const_cast<void*>(local), at, bytes);
+      return;
+    }
+    if (issued_[t]) note_write(call, rank, write_kind(op, acc, bytes, false), remote, bytes);
+    copy_bytes(at, local, bytes);
+    // CPU lock words and flags are released after it (the release orders
+    // the copy); a network word needs the order that unlock and fence
+    // give what they issued.
+    if (!cpu_locks_) note_issued(rank);
+    return;
+  }
+  transfer(call, op, acc, local, bytes, rank, remote);
+}
+
+void Window::transfer(const char* call, Op op, const AccArgs* acc, const void* local, std::size_t bytes, int rank,
+                      std::uintptr_t remote) {
   const int proc = world(rank);
   auto* remote_ptr = reinterpret_cast<void*>(remote);
   void* local_ptr = const_cast<void*>(local);
@@ -421,7 +455,7 @@ std::uint64_t Window::lock_compare_swap(const char* call, const Sync::Word& w, s
 
 void Window::acquire(const char* call, int rank, bool exclusive) {
   if (hybrid_) return acquire_hybrid(call, rank, exclusive);
-  const Sync::Word w = word(rank, 0);
+  const Sync::Word& w = lock_word(rank, kNetworkWord);
   LockBackoff backoff(parts_.progress);
   if (exclusive) {
     while (lock_compare_swap(call, w, 0, kWriter, cpu_locks_) != 0) backoff.pause();
@@ -447,7 +481,7 @@ static void check_word(const char* call, int rank, bool cpu, std::uint64_t old) 
 }
 
 bool Window::try_word(const char* call, int rank, bool cpu, bool exclusive, std::uint64_t& old) {
-  const Sync::Word w = word(rank, cpu ? kCpuWord : kNetworkWord);
+  const Sync::Word& w = lock_word(rank, cpu ? kCpuWord : kNetworkWord);
   if (exclusive) {
     old = lock_compare_swap(call, w, 0, kWriter, cpu);
     if (old != 0) check_word(call, rank, cpu, old);
@@ -478,7 +512,7 @@ void Window::acquire_hybrid(const char* call, int rank, bool exclusive) {
     // hang). C thus only ever has one writer; a neighbour's reader that
     // finds it in force brings the lock back to N itself, once C is free
     // (a pending claim from off the node wants the same).
-    std::atomic_ref<std::uint64_t> c(*reinterpret_cast<std::uint64_t*>(word(rank, kCpuWord).local));
+    std::atomic_ref<std::uint64_t> c(*reinterpret_cast<std::uint64_t*>(lock_word(rank, kCpuWord).local));
     for (;;) {
       if (!mode_cpu_[t]) {
         if (try_word(call, rank, false, false, old)) {
@@ -501,7 +535,7 @@ void Window::acquire_hybrid(const char* call, int rank, bool exclusive) {
         continue;
       }
       if ((old & ~kClaimed) == 0 && c.compare_exchange_strong(old, kWriter | kParked)) {
-        lock_fetch_add(call, word(rank, kNetworkWord), 0 - (kParked + kWriter - 1), false);  // N: a reader
+        lock_fetch_add(call, lock_word(rank, kNetworkWord), 0 - (kParked + kWriter - 1), false);  // N: a reader
         mode_cpu_[t] = 0;
         held_cpu_[t] = 0;
         ++counters_.to_network;
@@ -548,9 +582,9 @@ void Window::acquire_hybrid(const char* call, int rank, bool exclusive) {
           ++counters_.network;
           return;
         }
-        lock_fetch_add(call, word(rank, kNetworkWord), kParked, false);  // N: kWriter | kParked from now on
+        lock_fetch_add(call, lock_word(rank, kNetworkWord), kParked, false);  // N: kWriter | kParked from now on
         const std::uint64_t take = exclusive ? kParked : kParked + kWriter - 1;
-        lock_fetch_add(call, word(rank, kCpuWord), 0 - take, true);     // C: ours
+        lock_fetch_add(call, lock_word(rank, kCpuWord), 0 - take, true);     // C: ours
         mode_cpu_[t] = 1;
         held_cpu_[t] = 1;
         network_streak_[t] = 0;
@@ -575,11 +609,11 @@ void Window::acquire_hybrid(const char* call, int rank, bool exclusive) {
       return;
     }
     if (old & kParked) {
-      const std::uint64_t was = parts_.sync.claim_at_target(call, word(rank, kCpuWord), kWriter | kParked, kClaimed, kParked);
+      const std::uint64_t was = parts_.sync.claim_at_target(call, lock_word(rank, kCpuWord), kWriter | kParked, kClaimed, kParked);
       if (!(was & kParked) && (was & ~kClaimed) == 0) {
         // Granted: C is parked and N, parked, is ours to unpark.
         const std::uint64_t take = exclusive ? kParked : kParked + kWriter - 1;
-        lock_fetch_add(call, word(rank, kNetworkWord), 0 - take, false);
+        lock_fetch_add(call, lock_word(rank, kNetworkWord), 0 - take, false);
         held_cpu_[t] = 0;
         ++counters_.to_network;
         ++counters_.network;
@@ -599,7 +633,7 @@ void Window::release(const char* call, int rank, WinLock held) {
   const bool cpu = hybrid_ ? held_cpu_[static_cast<std::size_t>(rank)] != 0 : cpu_locks_;
   const std::size_t offset = hybrid_ && cpu ? kCpuWord : kNetworkWord;
   // Adding the two's complement: one atomic whatever readers do meanwhile.
-  lock_fetch_add(call, word(rank, offset), held == WinLock::exclusive ? 0 - kWriter : ~std::uint64_t{0}, cpu);
+  lock_fetch_add(call, lock_word(rank, offset), held == WinLock::exclusive ? 0 - kWriter : ~std::uint64_t{0}, cpu);
 }
 
 void Window::lock(const char* call, int type, int rank, int assert) {

@@ -132,6 +132,9 @@ class Window {
   };
   int world(int rank) const { return group_.members[static_cast<std::size_t>(rank)]; }
   void check_epoch(const char* call, int rank) const;
+  // contiguous() through Transfers: accs, network targets, reordering.
+  [[gnu::noinline]] void transfer(const char* call, Op op, const AccArgs* acc, const void* local, std::size_t bytes,
+                                  int rank, std::uintptr_t remote);
   // The target address of [disp, disp + extent) at rank, checked.
   std::uintptr_t target_address(const char* call, int rank, std::size_t disp, std::size_t extent) const;
   void finish_ops(const char* call, int rank);  // local and remote completion of this rank's ops to rank
@@ -175,7 +178,7 @@ class Window {
   void issue_queued(const char* call, int rank);
   // Closing synchronisation: the queue leaves, and what follows completes it.
   void close_queue(const char* call, int rank) {
-    issue_queued(call, rank);
+    if (!queues_[static_cast<std::size_t>(rank)].ops.empty()) issue_queued(call, rank);
     forget_span(rank);
   }
   void close_all_queues(const char* call) {
@@ -196,6 +199,10 @@ class Window {
   static constexpr std::size_t kNetworkWord = 0, kCpuWord = 8;
   std::uint64_t own_word(std::size_t offset) const;
   Sync::Word word(int rank, std::size_t offset) const;
+  // The lock words of every target, made once: a lock pays no lookup.
+  const Sync::Word& lock_word(int rank, std::size_t offset) const {
+    return lock_words_[2 * static_cast<std::size_t>(rank) + (offset == kCpuWord)];
+  }
   std::size_t exposed_offset(int from) const { return 64 + static_cast<std::size_t>(from) * 8; }
   std::size_t completed_offset(int from) const {
     return 64 + static_cast<std::size_t>(group_.size() + from) * 8;
@@ -213,6 +220,11 @@ class Window {
   WindowParts parts_;
   Group group_;  // a copy: the window outlives the caller's group handle
   std::vector<Target> targets_;
+  // Per target: this process's mapping of its window memory (a node
+  // neighbour or self, as the region table maps it), nullptr through the
+  // network. Puts and gets there are copies made here, done when they return.
+  std::vector<std::byte*> mapped_;
+  std::vector<Sync::Word> lock_words_;  // per target: kNetworkWord, kCpuWord
   std::unique_ptr<Allocation> control_;
   void* allocated_ = nullptr;  // allocate: this rank's part, released at free
   bool allocated_any_ = false;
