@@ -4,6 +4,8 @@
 // the target's lock word; a shared lock one fetch-and-add of a reader, backed
 // out again when the writer bit was set. Neither involves the target's CPU
 // with network atomics. Failed attempts back off exponentially (bounded).
+// Windows wholly on one node use CPU atomics and a reader word per rank
+// instead of the count (see "Locks on one node" at acquire_cpu).
 // Operations inside the epoch start at once (nonblocking, the implicit
 // completion of their target); unlock first completes them at the target
 // (wait + the library's fence to it), then releases the word, so the next
@@ -130,7 +132,7 @@ Window::Window(const char* call, WindowParts parts, const Group& group, void* ba
   targets_.resize(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) std::memcpy(&targets_[static_cast<std::size_t>(r)], records[static_cast<std::size_t>(r)].data(), sizeof(Target));
   try {
-    control_ = parts_.memory.collective_allocate(fenced_offset(n), true, &members);
+    control_ = parts_.memory.collective_allocate(readers_offset(n), true, &members);
   } catch (const std::exception& e) {
     fail(call, "allocating the window's control block failed: %s", e.what());
   }
@@ -144,6 +146,13 @@ Window::Window(const char* call, WindowParts parts, const Group& group, void* ba
     if (parts_.peers.reached_by_network(world(r)) || control_->local(parts_.peers, world(r)) == nullptr)
       cpu_locks_ = false;
   const auto un = static_cast<std::size_t>(n);
+  if (cpu_locks_)
+    for (int r = 0; r < n; ++r) {
+      std::byte* at = control_->local(parts_.peers, world(r));
+      cpu_lock_.push_back(CpuLock{reinterpret_cast<std::uint64_t*>(at + kNetworkWord),
+                                  reinterpret_cast<std::uint64_t*>(at + readers_offset(0)),
+                                  reinterpret_cast<std::uint64_t*>(at + readers_offset(group_.my_rank))});
+    }
   lock_words_.reserve(2 * un);
   mapped_.assign(un, nullptr);
   for (int r = 0; r < n; ++r) {
@@ -453,19 +462,65 @@ std::uint64_t Window::lock_compare_swap(const char* call, const Sync::Word& w, s
   return parts_.sync.compare_swap64(call, w, expected, desired);
 }
 
-void Window::acquire(const char* call, int rank, bool exclusive) {
-  if (hybrid_) return acquire_hybrid(call, rank, exclusive);
-  const Sync::Word& w = lock_word(rank, kNetworkWord);
+// Locks on one node: every locker is a CPU with the target's control block
+// mapped, so a reader need not count itself into the word a writer takes.
+// Each reader has a word of its own at the target (readers_offset), the
+// lock word holds the writer alone, and the two sides meet as in Dekker's
+// algorithm: a reader sets its word, then reads the lock word; a writer
+// takes the lock word (CAS), then reads the reader words. Both are
+// sequentially consistent, so at least one of the two sees the other, and
+// whoever sees the other backs out (readers first, as the counting word
+// does: a writer never holds the word while it waits, so readers keep
+// sharing the lock while one waits). Releases are then plain stores, which
+// also order the epoch's copies before them, and a reader's epoch costs
+// one atomic on a line that other readers do not write.
+void Window::acquire_cpu(int rank, bool exclusive) {
+  const CpuLock& l = cpu_lock_[static_cast<std::size_t>(rank)];
+  std::atomic_ref<std::uint64_t> writer(*l.writer);
   LockBackoff backoff(parts_.progress);
-  if (exclusive) {
-    while (lock_compare_swap(call, w, 0, kWriter, cpu_locks_) != 0) backoff.pause();
+  if (!exclusive) {
+    std::atomic_ref<std::uint64_t> mine(*l.mine);
+    for (;;) {
+      mine.exchange(1);
+      if (!(writer.load() & kWriter)) [[likely]]
+        break;
+      mine.store(0, std::memory_order_release);
+      backoff.pause();
+    }
   } else {
-    while (lock_fetch_add(call, w, 1, cpu_locks_) & kWriter) {
-      lock_fetch_add(call, w, ~std::uint64_t{0}, cpu_locks_);  // back out: a writer holds it
+    for (;;) {
+      std::uint64_t expected = 0;
+      if (writer.compare_exchange_strong(expected, kWriter)) {
+        int r = 0;
+        while (r < size() && std::atomic_ref<std::uint64_t>(l.readers[r]).load() == 0) ++r;
+        if (r == size()) break;
+        writer.store(0, std::memory_order_release);  // a reader is in: it goes first
+      }
       backoff.pause();
     }
   }
-  ++(cpu_locks_ ? counters_.intra_node : counters_.network);
+  ++counters_.intra_node;
+}
+
+void Window::release_cpu(int rank, bool exclusive) {
+  const CpuLock& l = cpu_lock_[static_cast<std::size_t>(rank)];
+  std::atomic_ref<std::uint64_t>(exclusive ? *l.writer : *l.mine).store(0, std::memory_order_release);
+}
+
+void Window::acquire(const char* call, int rank, bool exclusive) {
+  if (hybrid_) return acquire_hybrid(call, rank, exclusive);
+  if (cpu_locks_) return acquire_cpu(rank, exclusive);
+  const Sync::Word& w = lock_word(rank, kNetworkWord);
+  LockBackoff backoff(parts_.progress);
+  if (exclusive) {
+    while (lock_compare_swap(call, w, 0, kWriter, false) != 0) backoff.pause();
+  } else {
+    while (lock_fetch_add(call, w, 1, false) & kWriter) {
+      lock_fetch_add(call, w, ~std::uint64_t{0}, false);  // back out: a writer holds it
+      backoff.pause();
+    }
+  }
+  ++counters_.network;
 }
 
 // A word no correct sequence of lock operations leaves: a parked word
@@ -630,7 +685,8 @@ void Window::acquire_hybrid(const char* call, int rank, bool exclusive) {
 
 void Window::release(const char* call, int rank, WinLock held) {
   if (held == WinLock::nocheck) return;
-  const bool cpu = hybrid_ ? held_cpu_[static_cast<std::size_t>(rank)] != 0 : cpu_locks_;
+  if (cpu_locks_) return release_cpu(rank, held == WinLock::exclusive);
+  const bool cpu = hybrid_ && held_cpu_[static_cast<std::size_t>(rank)] != 0;
   const std::size_t offset = hybrid_ && cpu ? kCpuWord : kNetworkWord;
   // Adding the two's complement: one atomic whatever readers do meanwhile.
   lock_fetch_add(call, lock_word(rank, offset), held == WinLock::exclusive ? 0 - kWriter : ~std::uint64_t{0}, cpu);
