@@ -241,7 +241,7 @@ Sync::Word Window::word(int rank, std::size_t offset) const {
 
 // ------------------------------------------------------------------ operations
 
-void Window::check_epoch(const char* call, int rank) const {
+inline void Window::check_epoch(const char* call, int rank) const {
   const auto t = static_cast<std::size_t>(rank);
   if (locks_[t] != WinLock::none || lock_all_ || fence_open_ || started_[t]) [[likely]]
     return;
@@ -249,7 +249,7 @@ void Window::check_epoch(const char* call, int rank) const {
              "ARMCI_Win_lock_all, ARMCI_Win_fence or ARMCI_Win_start first)", rank);
 }
 
-std::uintptr_t Window::target_address(const char* call, int rank, std::size_t disp, std::size_t extent) const {
+inline std::uintptr_t Window::target_address(const char* call, int rank, std::size_t disp, std::size_t extent) const {
   const Target& t = targets_[static_cast<std::size_t>(rank)];
   std::uint64_t offset = 0, end = 0;
   if (__builtin_mul_overflow(static_cast<std::uint64_t>(disp), static_cast<std::uint64_t>(t.disp_unit), &offset) ||
@@ -428,7 +428,7 @@ void Window::finish_ops(const char* call, int rank) {
   issued_[static_cast<std::size_t>(rank)] = 0;
 }
 
-void Window::order_ops_before_next(const char* call, int rank) {
+inline void Window::order_ops_before_next(const char* call, int rank) {
   if (!issued_[static_cast<std::size_t>(rank)]) return;
   const int proc = world(rank);
   parts_.completions.wait(call, parts_.completions.implicit(proc));
@@ -474,7 +474,7 @@ std::uint64_t Window::lock_compare_swap(const char* call, const Sync::Word& w, s
 // sharing the lock while one waits). Releases are then plain stores, which
 // also order the epoch's copies before them, and a reader's epoch costs
 // one atomic on a line that other readers do not write.
-void Window::acquire_cpu(int rank, bool exclusive) {
+inline void Window::acquire_cpu(int rank, bool exclusive) {
   const CpuLock& l = cpu_lock_[static_cast<std::size_t>(rank)];
   std::atomic_ref<std::uint64_t> writer(*l.writer);
   LockBackoff backoff(parts_.progress);
@@ -502,12 +502,12 @@ void Window::acquire_cpu(int rank, bool exclusive) {
   ++counters_.intra_node;
 }
 
-void Window::release_cpu(int rank, bool exclusive) {
+inline void Window::release_cpu(int rank, bool exclusive) {
   const CpuLock& l = cpu_lock_[static_cast<std::size_t>(rank)];
   std::atomic_ref<std::uint64_t>(exclusive ? *l.writer : *l.mine).store(0, std::memory_order_release);
 }
 
-void Window::acquire(const char* call, int rank, bool exclusive) {
+inline void Window::acquire(const char* call, int rank, bool exclusive) {
   if (hybrid_) return acquire_hybrid(call, rank, exclusive);
   if (cpu_locks_) return acquire_cpu(rank, exclusive);
   const Sync::Word& w = lock_word(rank, kNetworkWord);
@@ -683,7 +683,7 @@ void Window::acquire_hybrid(const char* call, int rank, bool exclusive) {
   }
 }
 
-void Window::release(const char* call, int rank, WinLock held) {
+inline void Window::release(const char* call, int rank, WinLock held) {
   if (held == WinLock::nocheck) return;
   if (cpu_locks_) return release_cpu(rank, held == WinLock::exclusive);
   const bool cpu = hybrid_ && held_cpu_[static_cast<std::size_t>(rank)] != 0;
