@@ -158,8 +158,11 @@ Window::Window(const char* call, WindowParts parts, const Group& group, void* ba
   for (int r = 0; r < n; ++r) {
     lock_words_.push_back(word(r, kNetworkWord));
     lock_words_.push_back(word(r, kCpuWord));
+    // Only memory the window owns: a window made on the application's
+    // ARMCI_Malloc memory keeps Transfers' lookup, which refuses an access
+    // after that memory was freed instead of writing into a stale mapping.
     const Target& t = targets_[static_cast<std::size_t>(r)];
-    if (t.bytes > 0)
+    if (allocate && t.bytes > 0)
       mapped_[static_cast<std::size_t>(r)] =
           parts_.memory.local_mapping(call, "base", world(r), reinterpret_cast<const void*>(t.base), t.bytes);
   }

@@ -232,8 +232,9 @@ class Window {
   Group group_;  // a copy: the window outlives the caller's group handle
   std::vector<Target> targets_;
   // Per target: this process's mapping of its window memory (a node
-  // neighbour or self, as the region table maps it), nullptr through the
-  // network. Puts and gets there are copies made here, done when they return.
+  // neighbour or self, as the region table maps it; windows from
+  // ARMCI_Win_allocate only), nullptr otherwise. Puts and gets there are
+  // copies made here, done when they return.
   std::vector<std::byte*> mapped_;
   std::vector<Sync::Word> lock_words_;  // per target: kNetworkWord, kCpuWord
   std::unique_ptr<Allocation> control_;
