@@ -4,6 +4,8 @@
 // the target's lock word; a shared lock one fetch-and-add of a reader, backed
 // out again when the writer bit was set. Neither involves the target's CPU
 // with network atomics. Failed attempts back off exponentially (bounded).
+// Windows wholly on one node use CPU atomics and a reader word per rank
+// instead of the count (see "Locks on one node" at acquire_cpu).
 // Operations inside the epoch start at once (nonblocking, the implicit
 // completion of their target); unlock first completes them at the target
 // (wait + the library's fence to it), then releases the word, so the next
@@ -65,6 +67,7 @@
 #include <cstring>
 
 #include "src/core/completion.hpp"
+#include "src/core/copy.hpp"
 #include "src/core/error.hpp"
 #include "src/core/memory.hpp"
 #include "src/core/progress.hpp"
@@ -129,7 +132,7 @@ Window::Window(const char* call, WindowParts parts, const Group& group, void* ba
   targets_.resize(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) std::memcpy(&targets_[static_cast<std::size_t>(r)], records[static_cast<std::size_t>(r)].data(), sizeof(Target));
   try {
-    control_ = parts_.memory.collective_allocate(fenced_offset(n), true, &members);
+    control_ = parts_.memory.collective_allocate(readers_offset(n), true, &members);
   } catch (const std::exception& e) {
     fail(call, "allocating the window's control block failed: %s", e.what());
   }
@@ -143,6 +146,26 @@ Window::Window(const char* call, WindowParts parts, const Group& group, void* ba
     if (parts_.peers.reached_by_network(world(r)) || control_->local(parts_.peers, world(r)) == nullptr)
       cpu_locks_ = false;
   const auto un = static_cast<std::size_t>(n);
+  if (cpu_locks_)
+    for (int r = 0; r < n; ++r) {
+      std::byte* at = control_->local(parts_.peers, world(r));
+      cpu_lock_.push_back(CpuLock{reinterpret_cast<std::uint64_t*>(at + kNetworkWord),
+                                  reinterpret_cast<std::uint64_t*>(at + readers_offset(0)),
+                                  reinterpret_cast<std::uint64_t*>(at + readers_offset(group_.my_rank))});
+    }
+  lock_words_.reserve(2 * un);
+  mapped_.assign(un, nullptr);
+  for (int r = 0; r < n; ++r) {
+    lock_words_.push_back(word(r, kNetworkWord));
+    lock_words_.push_back(word(r, kCpuWord));
+    // Only memory the window owns: a window made on the application's
+    // ARMCI_Malloc memory keeps Transfers' lookup, which refuses an access
+    // after that memory was freed instead of writing into a stale mapping.
+    const Target& t = targets_[static_cast<std::size_t>(r)];
+    if (allocate && t.bytes > 0)
+      mapped_[static_cast<std::size_t>(r)] =
+          parts_.memory.local_mapping(call, "base", world(r), reinterpret_cast<const void*>(t.base), t.bytes);
+  }
   // A claim from off the node is served by the target's helper thread;
   // without one it would wait until the target's application next calls
   // the library, and a passive target may compute for long: such windows
@@ -221,7 +244,7 @@ Sync::Word Window::word(int rank, std::size_t offset) const {
 
 // ------------------------------------------------------------------ operations
 
-void Window::check_epoch(const char* call, int rank) const {
+inline void Window::check_epoch(const char* call, int rank) const {
   const auto t = static_cast<std::size_t>(rank);
   if (locks_[t] != WinLock::none || lock_all_ || fence_open_ || started_[t]) [[likely]]
     return;
@@ -229,7 +252,7 @@ void Window::check_epoch(const char* call, int rank) const {
              "ARMCI_Win_lock_all, ARMCI_Win_fence or ARMCI_Win_start first)", rank);
 }
 
-std::uintptr_t Window::target_address(const char* call, int rank, std::size_t disp, std::size_t extent) const {
+inline std::uintptr_t Window::target_address(const char* call, int rank, std::size_t disp, std::size_t extent) const {
   const Target& t = targets_[static_cast<std::size_t>(rank)];
   std::uint64_t offset = 0, end = 0;
   if (__builtin_mul_overflow(static_cast<std::uint64_t>(disp), static_cast<std::uint64_t>(t.disp_unit), &offset) ||
@@ -245,6 +268,29 @@ void Window::contiguous(const char* call, Op op, const AccArgs* acc, const void*
   check_epoch(call, rank);
   const std::uintptr_t remote = target_address(call, rank, disp, bytes);
   if (bytes == 0) return;
+  const auto t = static_cast<std::size_t>(rank);
+  if (op != Op::acc && mapped_[t] != nullptr && (op == Op::get || parts_.reorder == WinReorder::none)) [[likely]] {
+    // A node neighbour (or self): the copy Transfers would make, without
+    // its region lookup. Done when it returns, so it needs no completion;
+    // only a write that overlaps an unfinished one of another kind waits.
+    std::byte* at = mapped_[t] + (remote - targets_[t].base);
+    if (op == Op::get) {
+      copy_bytes(const_cast<void*>(local), at, bytes);
+      return;
+    }
+    if (issued_[t]) note_write(call, rank, write_kind(op, acc, bytes, false), remote, bytes);
+    copy_bytes(at, local, bytes);
+    // CPU lock words and flags are released after it (the release orders
+    // the copy); a network word needs the order that unlock and fence
+    // give what they issued.
+    if (!cpu_locks_) note_issued(rank);
+    return;
+  }
+  transfer(call, op, acc, local, bytes, rank, remote);
+}
+
+void Window::transfer(const char* call, Op op, const AccArgs* acc, const void* local, std::size_t bytes, int rank,
+                      std::uintptr_t remote) {
   const int proc = world(rank);
   auto* remote_ptr = reinterpret_cast<void*>(remote);
   void* local_ptr = const_cast<void*>(local);
@@ -385,7 +431,7 @@ void Window::finish_ops(const char* call, int rank) {
   issued_[static_cast<std::size_t>(rank)] = 0;
 }
 
-void Window::order_ops_before_next(const char* call, int rank) {
+inline void Window::order_ops_before_next(const char* call, int rank) {
   if (!issued_[static_cast<std::size_t>(rank)]) return;
   const int proc = world(rank);
   parts_.completions.wait(call, parts_.completions.implicit(proc));
@@ -419,19 +465,65 @@ std::uint64_t Window::lock_compare_swap(const char* call, const Sync::Word& w, s
   return parts_.sync.compare_swap64(call, w, expected, desired);
 }
 
-void Window::acquire(const char* call, int rank, bool exclusive) {
-  if (hybrid_) return acquire_hybrid(call, rank, exclusive);
-  const Sync::Word w = word(rank, 0);
+// Locks on one node: every locker is a CPU with the target's control block
+// mapped, so a reader need not count itself into the word a writer takes.
+// Each reader has a word of its own at the target (readers_offset), the
+// lock word holds the writer alone, and the two sides meet as in Dekker's
+// algorithm: a reader sets its word, then reads the lock word; a writer
+// takes the lock word (CAS), then reads the reader words. Both are
+// sequentially consistent, so at least one of the two sees the other, and
+// whoever sees the other backs out (readers first, as the counting word
+// does: a writer never holds the word while it waits, so readers keep
+// sharing the lock while one waits). Releases are then plain stores, which
+// also order the epoch's copies before them, and a reader's epoch costs
+// one atomic on a line that other readers do not write.
+inline void Window::acquire_cpu(int rank, bool exclusive) {
+  const CpuLock& l = cpu_lock_[static_cast<std::size_t>(rank)];
+  std::atomic_ref<std::uint64_t> writer(*l.writer);
   LockBackoff backoff(parts_.progress);
-  if (exclusive) {
-    while (lock_compare_swap(call, w, 0, kWriter, cpu_locks_) != 0) backoff.pause();
+  if (!exclusive) {
+    std::atomic_ref<std::uint64_t> mine(*l.mine);
+    for (;;) {
+      mine.exchange(1);
+      if (!(writer.load() & kWriter)) [[likely]]
+        break;
+      mine.store(0, std::memory_order_release);
+      backoff.pause();
+    }
   } else {
-    while (lock_fetch_add(call, w, 1, cpu_locks_) & kWriter) {
-      lock_fetch_add(call, w, ~std::uint64_t{0}, cpu_locks_);  // back out: a writer holds it
+    for (;;) {
+      std::uint64_t expected = 0;
+      if (writer.compare_exchange_strong(expected, kWriter)) {
+        int r = 0;
+        while (r < size() && std::atomic_ref<std::uint64_t>(l.readers[r]).load() == 0) ++r;
+        if (r == size()) break;
+        writer.store(0, std::memory_order_release);  // a reader is in: it goes first
+      }
       backoff.pause();
     }
   }
-  ++(cpu_locks_ ? counters_.intra_node : counters_.network);
+  ++counters_.intra_node;
+}
+
+inline void Window::release_cpu(int rank, bool exclusive) {
+  const CpuLock& l = cpu_lock_[static_cast<std::size_t>(rank)];
+  std::atomic_ref<std::uint64_t>(exclusive ? *l.writer : *l.mine).store(0, std::memory_order_release);
+}
+
+inline void Window::acquire(const char* call, int rank, bool exclusive) {
+  if (hybrid_) return acquire_hybrid(call, rank, exclusive);
+  if (cpu_locks_) return acquire_cpu(rank, exclusive);
+  const Sync::Word& w = lock_word(rank, kNetworkWord);
+  LockBackoff backoff(parts_.progress);
+  if (exclusive) {
+    while (lock_compare_swap(call, w, 0, kWriter, false) != 0) backoff.pause();
+  } else {
+    while (lock_fetch_add(call, w, 1, false) & kWriter) {
+      lock_fetch_add(call, w, ~std::uint64_t{0}, false);  // back out: a writer holds it
+      backoff.pause();
+    }
+  }
+  ++counters_.network;
 }
 
 // A word no correct sequence of lock operations leaves: a parked word
@@ -447,7 +539,7 @@ static void check_word(const char* call, int rank, bool cpu, std::uint64_t old) 
 }
 
 bool Window::try_word(const char* call, int rank, bool cpu, bool exclusive, std::uint64_t& old) {
-  const Sync::Word w = word(rank, cpu ? kCpuWord : kNetworkWord);
+  const Sync::Word& w = lock_word(rank, cpu ? kCpuWord : kNetworkWord);
   if (exclusive) {
     old = lock_compare_swap(call, w, 0, kWriter, cpu);
     if (old != 0) check_word(call, rank, cpu, old);
@@ -478,7 +570,7 @@ void Window::acquire_hybrid(const char* call, int rank, bool exclusive) {
     // hang). C thus only ever has one writer; a neighbour's reader that
     // finds it in force brings the lock back to N itself, once C is free
     // (a pending claim from off the node wants the same).
-    std::atomic_ref<std::uint64_t> c(*reinterpret_cast<std::uint64_t*>(word(rank, kCpuWord).local));
+    std::atomic_ref<std::uint64_t> c(*reinterpret_cast<std::uint64_t*>(lock_word(rank, kCpuWord).local));
     for (;;) {
       if (!mode_cpu_[t]) {
         if (try_word(call, rank, false, false, old)) {
@@ -501,7 +593,7 @@ void Window::acquire_hybrid(const char* call, int rank, bool exclusive) {
         continue;
       }
       if ((old & ~kClaimed) == 0 && c.compare_exchange_strong(old, kWriter | kParked)) {
-        lock_fetch_add(call, word(rank, kNetworkWord), 0 - (kParked + kWriter - 1), false);  // N: a reader
+        lock_fetch_add(call, lock_word(rank, kNetworkWord), 0 - (kParked + kWriter - 1), false);  // N: a reader
         mode_cpu_[t] = 0;
         held_cpu_[t] = 0;
         ++counters_.to_network;
@@ -548,9 +640,9 @@ void Window::acquire_hybrid(const char* call, int rank, bool exclusive) {
           ++counters_.network;
           return;
         }
-        lock_fetch_add(call, word(rank, kNetworkWord), kParked, false);  // N: kWriter | kParked from now on
+        lock_fetch_add(call, lock_word(rank, kNetworkWord), kParked, false);  // N: kWriter | kParked from now on
         const std::uint64_t take = exclusive ? kParked : kParked + kWriter - 1;
-        lock_fetch_add(call, word(rank, kCpuWord), 0 - take, true);     // C: ours
+        lock_fetch_add(call, lock_word(rank, kCpuWord), 0 - take, true);     // C: ours
         mode_cpu_[t] = 1;
         held_cpu_[t] = 1;
         network_streak_[t] = 0;
@@ -575,11 +667,11 @@ void Window::acquire_hybrid(const char* call, int rank, bool exclusive) {
       return;
     }
     if (old & kParked) {
-      const std::uint64_t was = parts_.sync.claim_at_target(call, word(rank, kCpuWord), kWriter | kParked, kClaimed, kParked);
+      const std::uint64_t was = parts_.sync.claim_at_target(call, lock_word(rank, kCpuWord), kWriter | kParked, kClaimed, kParked);
       if (!(was & kParked) && (was & ~kClaimed) == 0) {
         // Granted: C is parked and N, parked, is ours to unpark.
         const std::uint64_t take = exclusive ? kParked : kParked + kWriter - 1;
-        lock_fetch_add(call, word(rank, kNetworkWord), 0 - take, false);
+        lock_fetch_add(call, lock_word(rank, kNetworkWord), 0 - take, false);
         held_cpu_[t] = 0;
         ++counters_.to_network;
         ++counters_.network;
@@ -594,12 +686,13 @@ void Window::acquire_hybrid(const char* call, int rank, bool exclusive) {
   }
 }
 
-void Window::release(const char* call, int rank, WinLock held) {
+inline void Window::release(const char* call, int rank, WinLock held) {
   if (held == WinLock::nocheck) return;
-  const bool cpu = hybrid_ ? held_cpu_[static_cast<std::size_t>(rank)] != 0 : cpu_locks_;
+  if (cpu_locks_) return release_cpu(rank, held == WinLock::exclusive);
+  const bool cpu = hybrid_ && held_cpu_[static_cast<std::size_t>(rank)] != 0;
   const std::size_t offset = hybrid_ && cpu ? kCpuWord : kNetworkWord;
   // Adding the two's complement: one atomic whatever readers do meanwhile.
-  lock_fetch_add(call, word(rank, offset), held == WinLock::exclusive ? 0 - kWriter : ~std::uint64_t{0}, cpu);
+  lock_fetch_add(call, lock_word(rank, offset), held == WinLock::exclusive ? 0 - kWriter : ~std::uint64_t{0}, cpu);
 }
 
 void Window::lock(const char* call, int type, int rank, int assert) {

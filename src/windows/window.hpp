@@ -1,13 +1,16 @@
 // Windows with MPI-2 one-sided semantics (include/armci_win.h) on the core:
 // the memory is an ARMCI allocation (region table), so puts, gets and accs
-// go through Transfers with their protocols; the synchronisation words live
+// go through Transfers with their protocols (puts and gets to a node
+// neighbour are copies through the window's own mapping of the target, the
+// copy Transfers would make); the synchronisation words live
 // in a control allocation of their own that no user operation reaches.
 //
 // Per member, the control block holds
 //   [0]                 the lock word: bit 63 the writer, the low bits the
-//                       number of readers (CPU atomics when the whole group
-//                       shares one node's memory, Sync's mechanism for the
-//                       job otherwise: the network word of a hybrid lock)
+//                       number of readers (Sync's mechanism for the job:
+//                       the network word of a hybrid lock); when the whole
+//                       group shares one node's memory, the writer bit
+//                       alone, by CPU atomics (readers: readers_offset)
 //   [8]                 a hybrid lock's CPU word (window.cpp: "Hybrid locks")
 //   [exposed_offset]    one word per group rank t: how many times t posted
 //                       an exposure epoch that includes this rank (t writes)
@@ -15,6 +18,10 @@
 //                       o completed towards this rank (o writes)
 //   [fenced_offset]     one word per group rank o: the number of the last
 //                       fence o arrived at (o writes)
+//   [readers_offset]    one word per group rank o: 1 while o holds a shared
+//                       lock on this rank or tries to (windows wholly on one
+//                       node only: their lock word then holds the writer
+//                       alone; window.cpp, "Locks on one node")
 // Every word of the last two has one writer, so a store (or a put) does,
 // and the counts only grow, so the reader waits for "at least".
 //
@@ -132,6 +139,9 @@ class Window {
   };
   int world(int rank) const { return group_.members[static_cast<std::size_t>(rank)]; }
   void check_epoch(const char* call, int rank) const;
+  // contiguous() through Transfers: accs, network targets, reordering.
+  [[gnu::noinline]] void transfer(const char* call, Op op, const AccArgs* acc, const void* local, std::size_t bytes,
+                                  int rank, std::uintptr_t remote);
   // The target address of [disp, disp + extent) at rank, checked.
   std::uintptr_t target_address(const char* call, int rank, std::size_t disp, std::size_t extent) const;
   void finish_ops(const char* call, int rank);  // local and remote completion of this rank's ops to rank
@@ -175,7 +185,7 @@ class Window {
   void issue_queued(const char* call, int rank);
   // Closing synchronisation: the queue leaves, and what follows completes it.
   void close_queue(const char* call, int rank) {
-    issue_queued(call, rank);
+    if (!queues_[static_cast<std::size_t>(rank)].ops.empty()) issue_queued(call, rank);
     forget_span(rank);
   }
   void close_all_queues(const char* call) {
@@ -189,18 +199,26 @@ class Window {
   // the word's old value, and whether the lock was taken.
   bool try_word(const char* call, int rank, bool cpu, bool exclusive, std::uint64_t& old);
   void acquire_hybrid(const char* call, int rank, bool exclusive);
-  // The lock word's atomics: CPU ones when cpu (or cpu_locks_), Sync's otherwise.
+  // The lock word's atomics: CPU ones when cpu (a hybrid lock's C word), Sync's otherwise.
   std::uint64_t lock_fetch_add(const char* call, const Sync::Word& w, std::uint64_t value, bool cpu);
   std::uint64_t lock_compare_swap(const char* call, const Sync::Word& w, std::uint64_t expected,
                                   std::uint64_t desired, bool cpu);
   static constexpr std::size_t kNetworkWord = 0, kCpuWord = 8;
   std::uint64_t own_word(std::size_t offset) const;
   Sync::Word word(int rank, std::size_t offset) const;
+  // The lock words of every target, made once: a lock pays no lookup.
+  const Sync::Word& lock_word(int rank, std::size_t offset) const {
+    return lock_words_[2 * static_cast<std::size_t>(rank) + (offset == kCpuWord)];
+  }
   std::size_t exposed_offset(int from) const { return 64 + static_cast<std::size_t>(from) * 8; }
   std::size_t completed_offset(int from) const {
     return 64 + static_cast<std::size_t>(group_.size() + from) * 8;
   }
   std::size_t fenced_offset(int from) const { return 64 + static_cast<std::size_t>(2 * group_.size() + from) * 8; }
+  std::size_t readers_offset(int from) const { return 64 + static_cast<std::size_t>(3 * group_.size() + from) * 8; }
+  // Locks on one node (cpu_locks_): CPU atomics on this process's mappings.
+  void acquire_cpu(int rank, bool exclusive);
+  void release_cpu(int rank, bool exclusive);
   // Waits until every word reaches its count; after the timeout, fails
   // naming the first rank still missing (mismatched PSCW groups, a member
   // that skips a fence).
@@ -213,11 +231,25 @@ class Window {
   WindowParts parts_;
   Group group_;  // a copy: the window outlives the caller's group handle
   std::vector<Target> targets_;
+  // Per target: this process's mapping of its window memory (a node
+  // neighbour or self, as the region table maps it; windows from
+  // ARMCI_Win_allocate only), nullptr otherwise. Puts and gets there are
+  // copies made here, done when they return.
+  std::vector<std::byte*> mapped_;
+  std::vector<Sync::Word> lock_words_;  // per target: kNetworkWord, kCpuWord
   std::unique_ptr<Allocation> control_;
   void* allocated_ = nullptr;  // allocate: this rank's part, released at free
   bool allocated_any_ = false;
   bool freed_ = false;
   bool cpu_locks_ = false;  // every member on this node: lock words by CPU atomics
+  // cpu_locks_: per target, its lock word and reader words in this
+  // process's mapping, and this rank's reader word there.
+  struct CpuLock {
+    std::uint64_t* writer;
+    std::uint64_t* readers;  // one per group rank
+    std::uint64_t* mine;
+  };
+  std::vector<CpuLock> cpu_lock_;
   // Hybrid locks: per target, whether this rank may use CPU atomics on its
   // words (a node neighbour), the kind of word last found in force there,
   // the kind of word this rank holds, and the neighbour's locks in a row

@@ -9,7 +9,8 @@
  *    holder in loses increments;
  *  - readers and writers: writers (exclusive) fill a target's pattern with
  *    one value in two halves, flushed apart; readers (shared) read the whole
- *    pattern and must never see two values;
+ *    pattern twice, a yield apart, and must never see two values nor a
+ *    change between the reads;
  *  - the counters (ARMCIX_Win_lock_counters): every acquisition counted
  *    once, and when the window spans more than one node, migrations both
  *    ways (a deterministic phase forces one of each). */
@@ -58,7 +59,7 @@ static void exclusive_counters(void) {
 }
 
 static void readers_and_writers(void) {
-  long pattern[PATTERN], seen[PATTERN];
+  long pattern[PATTERN], seen[PATTERN], again[PATTERN];
   mp_rng_t rng;
   mp_rng_init(&rng, mp_seed(), mp_me, 13);
   for (int i = 0; i < RW_ROUNDS; ++i) {
@@ -77,10 +78,18 @@ static void readers_and_writers(void) {
     } else {
       lock(ARMCI_WIN_LOCK_SHARED, target);
       MP_CHECK_INT(0, ARMCI_Win_get(seen, sizeof seen, target, 1, win));
+      /* Read again after a yield: no writer may get in while a reader
+       * holds the lock, however long it holds it. */
+      MP_CHECK_INT(0, ARMCI_Win_flush(target, win));
+      sched_yield();
+      MP_CHECK_INT(0, ARMCI_Win_get(again, sizeof again, target, 1, win));
       MP_CHECK_INT(0, ARMCI_Win_unlock(target, win));
       for (int j = 1; j < PATTERN; ++j)
         MP_CHECK(seen[j] == seen[0], "rank %d's pattern half-written: [0] %ld, [%d] %ld", target, seen[0], j,
                  seen[j]);
+      for (int j = 0; j < PATTERN; ++j)
+        MP_CHECK(again[j] == seen[j], "rank %d's pattern changed under a shared lock: [%d] %ld, then %ld", target,
+                 j, seen[j], again[j]);
     }
   }
   ARMCI_Barrier();
