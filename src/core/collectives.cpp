@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 
 #include "platform/shm/cross_memory.hpp"
@@ -22,10 +21,10 @@ namespace armci {
 // counter, which frees this cell kCells messages later.
 struct alignas(64) Collectives::Cell {
   std::atomic<std::uint64_t> sequence;
-  std::uint32_t form;  // bytes inline, or kPieces / kSingleCopy
+  std::uint32_t form;  // bytes inline, or kPieces / kSingleCopy / kSharedCopy
   std::int32_t tag;
   std::uint64_t total;
-  std::byte data[kInlineBytes];  // the message, or the sender's address
+  std::byte data[kInlineBytes];  // the message, or the sender's address (and a shared copy's chunk bytes)
 };
 
 // A piece of a longer message. Counters on their own cache lines: each
@@ -75,14 +74,15 @@ constexpr std::uint32_t kSingleCopy = kPieces - 1;
 constexpr std::uint32_t kSharedCopy = kPieces - 2;
 constexpr int kChunkBits = 16;
 
-// Chunks of a shared copy: each is one system call, so about 8 per
-// message, never smaller than 16 KiB, and few enough to count in
-// kChunkBits.
-long xknob(const char* name, long dflt) { const char* v = getenv(name); return v ? atol(v) : dflt; }
-const long x_div = xknob("ARMCI_X_DIV", 8), x_direct = xknob("ARMCI_X_DIRECT", 1), x_shared = xknob("ARMCI_X_SHARED", 1), x_stretch = xknob("ARMCI_X_STRETCH", 128*1024), x_dmin = xknob("ARMCI_X_DMIN", 64*1024), x_cmin = xknob("ARMCI_X_CMIN", 16*1024);
-std::size_t share_chunk(std::size_t total) {
-  const std::size_t eighth = (total / x_div + 4095) & ~std::size_t{4095};
-  return std::max({std::size_t(x_cmin), eighth, (total >> kChunkBits) + 1});
+// The chunks of a broadcast's shared copy to each of `readers`: each is
+// one system call, and two per reader share the copying out among the
+// root and the readers (np 2, 1 MiB: 2 chunks 88 us, 8 chunks 101 us,
+// 16 chunks 118 us; np 4 on 2 cores did better with 6-8 than with 2-4,
+// all measured on a loaded host under chrt -r); never under
+// 16 KiB, and few enough to count in kChunkBits.
+std::size_t share_chunk(std::size_t total, std::size_t readers) {
+  const std::size_t even = (total / (2 * readers) + 4095) & ~std::size_t{4095};
+  return std::max({std::size_t{16 * 1024}, even, (total >> kChunkBits) + 1});
 }
 constexpr std::uint64_t kOwnUpEvery = 8;
 static_assert(kOwnUpEvery < Collectives::kCells);
@@ -225,7 +225,7 @@ void Collectives::send(Channel channel, int to, int tag, const void* data, std::
 }
 
 Collectives::Posted Collectives::post(Channel channel, int to, int tag, const void* data, std::size_t bytes,
-                                      bool shared) {
+                                      std::uint64_t shared_chunk) {
   const auto* from = static_cast<const std::byte*>(data);
   if (!local(to)) {
     send_network(channel, to, tag, from, bytes);
@@ -244,7 +244,8 @@ Collectives::Posted Collectives::post(Channel channel, int to, int tag, const vo
   if (single_copy_ && bytes >= (channel == Channel::collective ? kCollectiveSingleCopyMin : kSingleCopyMin)) {
     const std::uint64_t address = reinterpret_cast<std::uintptr_t>(from);
     std::memcpy(cell->data, &address, sizeof address);
-    cell->form = shared && x_shared ? kSharedCopy : kSingleCopy;
+    cell->form = shared_chunk > 0 ? kSharedCopy : kSingleCopy;
+    std::memcpy(cell->data + sizeof address, &shared_chunk, sizeof shared_chunk);
     cell->sequence.store(sequence, std::memory_order_release);
     return {to, channel, sequence};
   }
@@ -282,12 +283,11 @@ std::int64_t Collectives::claim(Share* share, std::uint64_t sequence, std::uint6
   }
 }
 
-bool Collectives::push_chunk(const Posted& reader, const std::byte* data, std::size_t bytes) {
+bool Collectives::push_chunk(const Posted& reader, const std::byte* data, std::size_t bytes, std::size_t chunk) {
   Share* share = share_at(reader.to, reader.channel, peers_.rank());
   if (share->claim.load(std::memory_order_acquire) >> kChunkBits != reader.single_copy_sequence) return false;
   // A reader whose buffer is too short fails on its own; we write nothing.
   if (share->capacity.load(std::memory_order_relaxed) < bytes) return false;
-  const std::size_t chunk = share_chunk(bytes);
   const std::int64_t index = claim(share, reader.single_copy_sequence, (bytes + chunk - 1) / chunk);
   if (index < 0) return false;
   // Ours until done counts it: the reader does not return before.
@@ -370,8 +370,12 @@ std::size_t Collectives::receive_local_or_network(const char* call, Channel chan
     Share* share = share_at(peers_.rank(), channel, from);
     if (cell->form == kSharedCopy && !fold &&
         share->claim.load(std::memory_order_relaxed) >> kChunkBits == message.sequence) {
-      const std::size_t chunk = share_chunk(total);
+      std::uint64_t chunk;
+      std::memcpy(&chunk, cell->data + sizeof address, sizeof chunk);
       const std::uint64_t chunks = (total + chunk - 1) / chunk;
+      if (chunk == 0 || chunks >= (std::uint64_t{1} << kChunkBits))
+        fail(call, "rank %d announced a broadcast of %zu bytes in chunks of %llu bytes", from, total,
+             static_cast<unsigned long long>(chunk));
       for (std::int64_t index; (index = claim(share, message.sequence, chunks)) >= 0;) {
         const std::size_t offset = static_cast<std::size_t>(index) * chunk;
         if (!platform::read_process_memory(pid, remote + offset, into + offset, std::min(chunk, total - offset)))
@@ -549,8 +553,9 @@ void Collectives::broadcast(const Team& team, void* data, std::size_t bytes, int
     }
     std::vector<Posted> readers;
     readers.reserve(team.members.size());
+    const std::size_t chunk = share_chunk(bytes, team.members.size() - 1);
     for (int member : team.members)
-      if (member != root_rank) readers.push_back(post(Channel::collective, member, 0, data, bytes, true));
+      if (member != root_rank) readers.push_back(post(Channel::collective, member, 0, data, bytes, chunk));
     // The root copies into readers while they copy, a chunk per reader in
     // turn, until every reader is through with its buffer.
     const auto* from = static_cast<const std::byte*>(data);
@@ -559,7 +564,7 @@ void Collectives::broadcast(const Team& team, void* data, std::size_t bytes, int
       for (const Posted& reader : readers)
         if (!consumed(reader)) {
           all = false;
-          push_chunk(reader, from, bytes);
+          push_chunk(reader, from, bytes, chunk);
         }
       return all;
     });
@@ -608,7 +613,7 @@ void Collectives::allreduce(const Team& team, void* data, std::size_t count, std
   if (n == 1 || count == 0) return;
   auto* bytes_of = static_cast<std::byte*>(data);
   const std::size_t bytes = count * element_bytes;
-  if (x_direct && single_copy_ && bytes >= (size_t)x_dmin && all_local(team)) {
+  if (single_copy_ && bytes / static_cast<std::size_t>(n) >= kDirectShareMin && all_local(team)) {
     allreduce_direct(team, bytes_of, count, element_bytes, combine);
     return;
   }
@@ -707,7 +712,7 @@ void Collectives::allreduce_direct(const Team& team, std::byte* data, std::size_
   const auto me = static_cast<std::size_t>(team.me);
   const std::size_t first = me * (count / members) + std::min(me, count % members);
   const std::size_t end = first + count / members + (me < count % members ? 1 : 0);
-  const std::size_t per_stretch = std::max<std::size_t>(1, x_stretch / element_bytes);
+  const std::size_t per_stretch = std::max<std::size_t>(1, kDirectStretch / element_bytes);
   stretch_.resize(per_stretch * element_bytes);
   for (std::size_t at = first; at < end; at += per_stretch) {
     const std::size_t elements = std::min(per_stretch, end - at);
