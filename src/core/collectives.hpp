@@ -230,6 +230,7 @@ class Collectives {
   std::vector<int> node_index_;           // per rank: index among its node's members
   int node_slots_ = 0;                    // slots per channel in an inbox
   bool single_copy_ = false;              // every node neighbour can read every other's memory
+  bool cores_shared_ = false;             // more ranks on this node than CPUs
   std::vector<std::byte> scratch_;        // all-reduce: the partner's data
   std::vector<std::byte> stretch_;        // a cache-sized piece read from a sender, combined at once
   std::vector<std::uint64_t> vectors_;    // direct all-reduce: every member's vector, by team index
