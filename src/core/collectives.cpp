@@ -564,13 +564,17 @@ void Collectives::broadcast(const Team& team, void* data, std::size_t bytes, int
       if (member != root_rank) readers.push_back(post(Channel::collective, member, 0, data, bytes, chunk));
     // The root copies into readers while they copy, a chunk per reader in
     // turn, until every reader is through with its buffer.
+    if (chunk == 0) {
+      for (const Posted& reader : readers) finish(reader);
+      return;
+    }
     const auto* from = static_cast<const std::byte*>(data);
     progress_.until_stored([&] {
       bool all = true;
       for (const Posted& reader : readers)
         if (!consumed(reader)) {
           all = false;
-          if (chunk > 0) push_chunk(reader, from, bytes, chunk);
+          push_chunk(reader, from, bytes, chunk);
         }
       return all;
     });
