@@ -13,21 +13,35 @@ void allow_cross_memory_readers() {
 #endif
 }
 
-bool read_process_memory(pid_t pid, const void* remote, void* local, std::size_t bytes) {
-  auto* into = static_cast<char*>(local);
-  auto* from = static_cast<char*>(const_cast<void*>(remote));
+namespace {
+
+// Both directions go on after a partial transfer, which stops at a page the
+// kernel could not pin.
+template <typename Transfer>
+bool transfer_all(char* local, char* remote, std::size_t bytes, Transfer transfer) {
   while (bytes > 0) {
-    iovec mine{into, bytes};
-    iovec theirs{from, bytes};
-    const ssize_t got = process_vm_readv(pid, &mine, 1, &theirs, 1, 0);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    // A partial read stops at a page the kernel could not pin: go on from there.
-    into += got;
-    from += got;
-    bytes -= static_cast<std::size_t>(got);
+    iovec mine{local, bytes};
+    iovec theirs{remote, bytes};
+    const ssize_t done = transfer(&mine, &theirs);
+    if (done < 0 && errno == EINTR) continue;
+    if (done <= 0) return false;
+    local += done;
+    remote += done;
+    bytes -= static_cast<std::size_t>(done);
   }
   return true;
+}
+
+}  // namespace
+
+bool read_process_memory(pid_t pid, const void* remote, void* local, std::size_t bytes) {
+  return transfer_all(static_cast<char*>(local), static_cast<char*>(const_cast<void*>(remote)), bytes,
+                      [pid](iovec* mine, iovec* theirs) { return process_vm_readv(pid, mine, 1, theirs, 1, 0); });
+}
+
+bool write_process_memory(pid_t pid, void* remote, const void* local, std::size_t bytes) {
+  return transfer_all(static_cast<char*>(const_cast<void*>(local)), static_cast<char*>(remote), bytes,
+                      [pid](iovec* mine, iovec* theirs) { return process_vm_writev(pid, mine, 1, theirs, 1, 0); });
 }
 
 }  // namespace armci::platform

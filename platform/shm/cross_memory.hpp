@@ -18,5 +18,8 @@ void allow_cross_memory_readers();
 // kernel refuses (no permission, the call filtered out by seccomp, the
 // process gone, the range not mapped there).
 bool read_process_memory(pid_t pid, const void* remote, void* local, std::size_t bytes);
+// Copies `bytes` at `local` to `remote` in process `pid`; false as above.
+// The kernel asks the same permission as for a read.
+bool write_process_memory(pid_t pid, void* remote, const void* local, std::size_t bytes);
 
 }  // namespace armci::platform

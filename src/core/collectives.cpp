@@ -21,10 +21,10 @@ namespace armci {
 // counter, which frees this cell kCells messages later.
 struct alignas(64) Collectives::Cell {
   std::atomic<std::uint64_t> sequence;
-  std::uint32_t form;  // bytes inline, or kPieces / kSingleCopy
+  std::uint32_t form;  // bytes inline, or kPieces / kSingleCopy / kSharedCopy
   std::int32_t tag;
   std::uint64_t total;
-  std::byte data[kInlineBytes];  // the message, or the sender's address
+  std::byte data[kInlineBytes];  // the message, or the sender's address (and a shared copy's chunk bytes)
 };
 
 // A piece of a longer message. Counters on their own cache lines: each
@@ -42,6 +42,19 @@ struct alignas(64) Collectives::Consumed {
   std::atomic<std::uint64_t> messages;
 };
 
+// A broadcast's copy into one reader, shared out chunk by chunk between
+// the reader, which reads from the root's buffer, and the root, which
+// writes into the reader's: two cores copy where one did, and a reader
+// that has no CPU at the moment (4 ranks on 2 cores) is served by the
+// root instead of waiting for a time slice. The reader publishes it before
+// it waits for the message, so the root can start at once.
+struct alignas(64) Collectives::Share {
+  std::atomic<std::uint64_t> claim;  // the message's sequence << kChunkBits | chunks taken
+  std::atomic<std::uint64_t> done;   // chunks copied
+  std::atomic<std::uint64_t> destination;
+  std::atomic<std::uint64_t> capacity;
+};
+
 // The start of every inbox: what a neighbour needs to read this process's
 // memory directly, and whether this process could read all of theirs.
 struct Collectives::InboxHeader {
@@ -57,6 +70,20 @@ namespace {
 // cell carries.
 constexpr std::uint32_t kPieces = ~std::uint32_t{0};
 constexpr std::uint32_t kSingleCopy = kPieces - 1;
+// A single copy that the sender helps with, through the receiver's Share.
+constexpr std::uint32_t kSharedCopy = kPieces - 2;
+constexpr int kChunkBits = 16;
+
+// The chunks of a broadcast's shared copy to each of `readers`: each is
+// one system call, and two per reader share the copying out among the
+// root and the readers (np 2, 1 MiB: 2 chunks 88 us, 8 chunks 101 us,
+// 16 chunks 118 us; np 4 on 2 cores did better with 6-8 than with 2-4,
+// all measured on a loaded host under chrt -r); never under
+// 16 KiB, and few enough to count in kChunkBits.
+std::size_t share_chunk(std::size_t total, std::size_t readers) {
+  const std::size_t even = (total / (2 * readers) + 4095) & ~std::size_t{4095};
+  return std::max({std::size_t{16 * 1024}, even, (total >> kChunkBits) + 1});
+}
 constexpr std::uint64_t kOwnUpEvery = 8;
 static_assert(kOwnUpEvery < Collectives::kCells);
 // What a neighbour must read at probe_address to trust single copies.
@@ -83,6 +110,7 @@ Collectives::Collectives(const Peers& peers, Memory& memory, Progress& progress,
     for (std::size_t i = 0; i < members.size(); ++i) node_index_[static_cast<std::size_t>(members[i])] = static_cast<int>(i);
   }
   node_slots_ = static_cast<int>(peers_.node_members(peers_.node_of(peers_.rank())).size());
+  cores_shared_ = node_slots_ > sysconf(_SC_NPROCESSORS_ONLN);
   static_assert(sizeof(Cell) == kCellBytes);
 
   kind_ = messages_.add(
@@ -104,7 +132,8 @@ Collectives::Collectives(const Peers& peers, Memory& memory, Progress& progress,
 
   const std::size_t pairs = kChannels * static_cast<std::size_t>(node_slots_);
   inboxes_ = memory_.collective_allocate(
-      sizeof(InboxHeader) + pairs * (sizeof(Consumed) + kCells * sizeof(Cell) + kDepth * sizeof(Slot)), true);
+      sizeof(InboxHeader) + pairs * (sizeof(Consumed) + kCells * sizeof(Cell) + kDepth * sizeof(Slot) + sizeof(Share)),
+      true);
   inbox_local_.assign(n, nullptr);
   for (int r = 0; r < peers_.size(); ++r)
     if (!peers_.reached_by_network(r)) inbox_local_[static_cast<std::size_t>(r)] = inboxes_->local(peers_, r);
@@ -169,6 +198,15 @@ Collectives::Slot* Collectives::slot_at(int receiver, Channel channel, int sende
   return &slots[pair_index(channel, sender) * kDepth + static_cast<std::size_t>((piece - 1) % kDepth)];
 }
 
+Collectives::Share* Collectives::share_at(int receiver, Channel channel, int sender) const {
+  const std::size_t pairs = kChannels * static_cast<std::size_t>(node_slots_);
+  auto* shares = reinterpret_cast<Share*>(inbox_local_[static_cast<std::size_t>(receiver)] + sizeof(InboxHeader) +
+                                          pairs * (sizeof(Consumed) + kCells * sizeof(Cell) + kDepth * sizeof(Slot)));
+  return &shares[pair_index(channel, sender)];
+}
+
+pid_t Collectives::pid_of(int proc) const { return static_cast<pid_t>(header_of(proc)->pid); }
+
 Collectives::Cell* Collectives::next_cell(Channel channel, int to, std::uint64_t sequence) {
   std::uint64_t& seen = counter(consumed_seen_, channel, to);
   if (sequence > seen + kCells) {
@@ -187,7 +225,8 @@ void Collectives::send(Channel channel, int to, int tag, const void* data, std::
   finish(post(channel, to, tag, data, bytes));
 }
 
-Collectives::Posted Collectives::post(Channel channel, int to, int tag, const void* data, std::size_t bytes) {
+Collectives::Posted Collectives::post(Channel channel, int to, int tag, const void* data, std::size_t bytes,
+                                      std::uint64_t shared_chunk) {
   const auto* from = static_cast<const std::byte*>(data);
   if (!local(to)) {
     send_network(channel, to, tag, from, bytes);
@@ -206,7 +245,8 @@ Collectives::Posted Collectives::post(Channel channel, int to, int tag, const vo
   if (single_copy_ && bytes >= (channel == Channel::collective ? kCollectiveSingleCopyMin : kSingleCopyMin)) {
     const std::uint64_t address = reinterpret_cast<std::uintptr_t>(from);
     std::memcpy(cell->data, &address, sizeof address);
-    cell->form = kSingleCopy;
+    cell->form = shared_chunk > 0 ? kSharedCopy : kSingleCopy;
+    std::memcpy(cell->data + sizeof address, &shared_chunk, sizeof shared_chunk);
     cell->sequence.store(sequence, std::memory_order_release);
     return {to, channel, sequence};
   }
@@ -223,6 +263,43 @@ Collectives::Posted Collectives::post(Channel channel, int to, int tag, const vo
     slot->posted.store(piece, std::memory_order_release);
   }
   return {};
+}
+
+bool Collectives::consumed(const Posted& posted) {
+  std::uint64_t& seen = counter(consumed_seen_, posted.channel, posted.to);
+  seen = consumed_at(posted.to, posted.channel, peers_.rank())->messages.load(std::memory_order_acquire);
+  return seen >= posted.single_copy_sequence;
+}
+
+std::int64_t Collectives::claim(Share* share, std::uint64_t sequence, std::uint64_t chunks) {
+  // The sequence in the word keeps a late claimant off the reader's next
+  // message, which reuses the Share.
+  std::uint64_t word = share->claim.load(std::memory_order_acquire);
+  for (;;) {
+    if (word >> kChunkBits != sequence) return -1;
+    const std::uint64_t taken = word & ((std::uint64_t{1} << kChunkBits) - 1);
+    if (taken >= chunks) return -1;
+    if (share->claim.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel, std::memory_order_acquire))
+      return static_cast<std::int64_t>(taken);
+  }
+}
+
+bool Collectives::push_chunk(const Posted& reader, const std::byte* data, std::size_t bytes, std::size_t chunk) {
+  Share* share = share_at(reader.to, reader.channel, peers_.rank());
+  if (share->claim.load(std::memory_order_acquire) >> kChunkBits != reader.single_copy_sequence) return false;
+  // A reader whose buffer is too short fails on its own; we write nothing.
+  if (share->capacity.load(std::memory_order_relaxed) < bytes) return false;
+  const std::int64_t index = claim(share, reader.single_copy_sequence, (bytes + chunk - 1) / chunk);
+  if (index < 0) return false;
+  // Ours until done counts it: the reader does not return before.
+  const std::size_t offset = static_cast<std::size_t>(index) * chunk;
+  const std::size_t length = std::min(chunk, bytes - offset);
+  auto* into = reinterpret_cast<std::byte*>(share->destination.load(std::memory_order_relaxed));
+  if (!platform::write_process_memory(pid_of(reader.to), into + offset, data + offset, length))
+    fail("armci_msg_bcast", "writing %zu bytes of a broadcast into the memory of rank %d failed: %s", length,
+         reader.to, std::strerror(errno));
+  share->done.fetch_add(1, std::memory_order_release);
+  return true;
 }
 
 void Collectives::finish(const Posted& posted) {
@@ -282,7 +359,7 @@ std::size_t Collectives::receive_local_or_network(const char* call, Channel chan
     fail(call, "the next message from rank %d has tag %d, not the tag %d asked for", from, cell->tag, tag);
   if (total > capacity)
     fail(call, "a message of %zu bytes from rank %d does not fit the buffer of %zu bytes", total, from, capacity);
-  if (cell->form == kSingleCopy) {
+  if (cell->form == kSingleCopy || cell->form == kSharedCopy) {
     std::uint64_t address;
     std::memcpy(&address, cell->data, sizeof address);
     const auto pid = static_cast<pid_t>(header_of(from)->pid);
@@ -291,7 +368,25 @@ std::size_t Collectives::receive_local_or_network(const char* call, Channel chan
       fail(call, "reading a message of %zu bytes from the memory of rank %d failed: %s", total, from,
            std::strerror(errno));
     };
-    if (!fold) {
+    Share* share = share_at(peers_.rank(), channel, from);
+    if (cell->form == kSharedCopy && !fold &&
+        share->claim.load(std::memory_order_relaxed) >> kChunkBits == message.sequence) {
+      std::uint64_t chunk;
+      std::memcpy(&chunk, cell->data + sizeof address, sizeof chunk);
+      const std::uint64_t chunks = (total + chunk - 1) / chunk;
+      if (chunk == 0 || chunks >= (std::uint64_t{1} << kChunkBits))
+        fail(call, "rank %d announced a broadcast of %zu bytes in chunks of %llu bytes", from, total,
+             static_cast<unsigned long long>(chunk));
+      for (std::int64_t index; (index = claim(share, message.sequence, chunks)) >= 0;) {
+        const std::size_t offset = static_cast<std::size_t>(index) * chunk;
+        if (!platform::read_process_memory(pid, remote + offset, into + offset, std::min(chunk, total - offset)))
+          read_failed();
+        share->done.fetch_add(1, std::memory_order_release);
+      }
+      // The root's chunks land in our buffer until it counts them.
+      progress_.until_stored([&] { return share->done.load(std::memory_order_acquire) == chunks; });
+    } else if (!fold) {
+      // (A shared copy we did not ask for: the root never touches it.)
       if (total > 0 && !platform::read_process_memory(pid, remote, into, total)) read_failed();
     } else {
       constexpr std::size_t kStretch = 512 * 1024;  // read, then combined while still in the (2 MiB) L2
@@ -321,7 +416,7 @@ std::size_t Collectives::receive_local_or_network(const char* call, Channel chan
   // the line stays here instead of crossing to a sender polling it each
   // message. At most kOwnUpEvery - 1 go unowned, so a sender never waits
   // for messages that were taken.
-  if (cell->form == kSingleCopy || cell->form == kPieces || message.sequence % kOwnUpEvery == 0)
+  if (cell->form == kSingleCopy || cell->form == kSharedCopy || cell->form == kPieces || message.sequence % kOwnUpEvery == 0)
     consumed_at(peers_.rank(), channel, from)->messages.store(message.sequence, std::memory_order_release);
   return total;
 }
@@ -444,24 +539,54 @@ void Collectives::broadcast(const Team& team, void* data, std::size_t bytes, int
   // Within one node, members read a long message straight from the root's
   // buffer all at once: a tree would make the copies follow one another
   // down its levels (at np 4, 32 KiB took 39 us where MPI took 17).
-  const bool flat = single_copy_ && bytes >= kCollectiveSingleCopyMin &&
-                    std::all_of(team.members.begin(), team.members.end(), [&](int member) { return local(member); });
+  const bool flat = single_copy_ && bytes >= kCollectiveSingleCopyMin && all_local(team);
   if (flat) {
     const int root_rank = team.members[static_cast<std::size_t>(root)];
     if (team.me != root) {
+      Share* share = share_at(peers_.rank(), Channel::collective, root_rank);
+      share->destination.store(reinterpret_cast<std::uintptr_t>(data), std::memory_order_relaxed);
+      share->capacity.store(bytes, std::memory_order_relaxed);
+      share->done.store(0, std::memory_order_relaxed);
+      share->claim.store((counter(received_, Channel::collective, root_rank) + 1) << kChunkBits,
+                         std::memory_order_release);
       receive("armci_msg_bcast", Channel::collective, root_rank, -1, data, bytes);
       return;
     }
     std::vector<Posted> readers;
     readers.reserve(team.members.size());
+    // Where ranks share cores, what the root copies is time taken from a
+    // reader on its core: at np 4 on 2 cores that cost more than it
+    // balanced below 128 KiB chunks (32 KiB: 22 -> 53 us, 256 KiB: 103 ->
+    // 123) and gained above (1 MiB: 382 -> 349 us).
+    std::size_t chunk = share_chunk(bytes, team.members.size() - 1);
+    if (cores_shared_ && chunk < 128 * 1024) chunk = 0;
     for (int member : team.members)
-      if (member != root_rank) readers.push_back(post(Channel::collective, member, 0, data, bytes));
-    for (const Posted& reader : readers) finish(reader);
+      if (member != root_rank) readers.push_back(post(Channel::collective, member, 0, data, bytes, chunk));
+    // The root copies into readers while they copy, a chunk per reader in
+    // turn, until every reader is through with its buffer.
+    if (chunk == 0) {
+      for (const Posted& reader : readers) finish(reader);
+      return;
+    }
+    const auto* from = static_cast<const std::byte*>(data);
+    progress_.until_stored([&] {
+      bool all = true;
+      for (const Posted& reader : readers)
+        if (!consumed(reader)) {
+          all = false;
+          push_chunk(reader, from, bytes, chunk);
+        }
+      return all;
+    });
     return;
   }
   broadcast_tree(
       team, root, [&](int from) { receive("armci_msg_bcast", Channel::collective, from, -1, data, bytes); },
       [&](int to) { return post(Channel::collective, to, 0, data, bytes); });
+}
+
+bool Collectives::all_local(const Team& team) const {
+  return std::all_of(team.members.begin(), team.members.end(), [&](int member) { return local(member); });
 }
 
 void Collectives::exchange(int partner, const void* out, std::size_t out_bytes, void* in, std::size_t in_bytes,
@@ -498,6 +623,10 @@ void Collectives::allreduce(const Team& team, void* data, std::size_t count, std
   if (n == 1 || count == 0) return;
   auto* bytes_of = static_cast<std::byte*>(data);
   const std::size_t bytes = count * element_bytes;
+  if (single_copy_ && bytes / static_cast<std::size_t>(n) >= kDirectShareMin && all_local(team)) {
+    allreduce_direct(team, bytes_of, count, element_bytes, combine);
+    return;
+  }
   // The largest power of two of members reduce among themselves; each of
   // the others first hands its data to one of them and gets the result
   // back at the end.
@@ -568,6 +697,55 @@ void Collectives::allreduce_shares(const Team& team, int members, std::byte* dat
   for (auto r = rounds.rbegin(); r != rounds.rend(); ++r)
     exchange(r->partner, data + r->keep_first * element_bytes, r->keep_count * element_bytes,
              data + r->give_first * element_bytes, r->give_count * element_bytes);
+}
+
+void Collectives::allreduce_direct(const Team& team, std::byte* data, std::size_t count, std::size_t element_bytes,
+                                   const Combine& combine) {
+  // Member i reduces share i: reads it from every other member a stretch
+  // at a time, combines each into its own vector while the stretch is in
+  // the cache, and writes the result straight into the others' vectors.
+  // Every element is combined by one member in one order, so all end with
+  // the same bits; a member reads and writes in one pass what
+  // reduce-scatter + gather did in two, with no hand-over between them.
+  const int n = team.size();
+  auto member = [&](int index) { return team.members[static_cast<std::size_t>(index)]; };
+  // The address also says that the sender's data is in place.
+  const std::uint64_t mine = reinterpret_cast<std::uintptr_t>(data);
+  for (int i = 1; i < n; ++i) send(Channel::collective, member((team.me + i) % n), 0, &mine, sizeof mine);
+  vectors_.resize(static_cast<std::size_t>(n));
+  for (int i = 1; i < n; ++i) {
+    const int from = (team.me - i + n) % n;
+    receive("armci_msg_gop", Channel::collective, member(from), -1, &vectors_[static_cast<std::size_t>(from)],
+            sizeof(std::uint64_t));
+  }
+  const auto members = static_cast<std::size_t>(n);
+  const auto me = static_cast<std::size_t>(team.me);
+  const std::size_t first = me * (count / members) + std::min(me, count % members);
+  const std::size_t end = first + count / members + (me < count % members ? 1 : 0);
+  const std::size_t per_stretch = std::max<std::size_t>(1, kDirectStretch / element_bytes);
+  stretch_.resize(per_stretch * element_bytes);
+  for (std::size_t at = first; at < end; at += per_stretch) {
+    const std::size_t elements = std::min(per_stretch, end - at);
+    const std::size_t offset = at * element_bytes;
+    const std::size_t bytes = elements * element_bytes;
+    for (int i = 1; i < n; ++i) {
+      const int peer = (team.me + i) % n;
+      const auto* theirs = reinterpret_cast<const std::byte*>(vectors_[static_cast<std::size_t>(peer)]);
+      if (!platform::read_process_memory(pid_of(member(peer)), theirs + offset, stretch_.data(), bytes))
+        fail("armci_msg_gop", "reading %zu bytes from the memory of rank %d failed: %s", bytes, member(peer),
+             std::strerror(errno));
+      combine(data + offset, stretch_.data(), elements);
+    }
+    for (int i = 1; i < n; ++i) {
+      const int peer = (team.me + i) % n;
+      auto* theirs = reinterpret_cast<std::byte*>(vectors_[static_cast<std::size_t>(peer)]);
+      if (!platform::write_process_memory(pid_of(member(peer)), theirs + offset, data + offset, bytes))
+        fail("armci_msg_gop", "writing %zu bytes into the memory of rank %d failed: %s", bytes, member(peer),
+             std::strerror(errno));
+    }
+  }
+  // Our vector is the others' to read and write until they are through.
+  barrier(team);
 }
 
 std::vector<std::vector<std::byte>> Collectives::allgather(const Team& team, std::span<const std::byte> mine) {

@@ -4,6 +4,7 @@
  *    integer types) on 1, 1000 and 100000 elements (longer than a slot);
  *  - gop_scope and reduce_scope over SCOPE_ALL, SCOPE_NODE, SCOPE_MASTERS;
  *  - bcast/brdcst from every root, 0 B to 1 MiB; bcast_scope over the node;
+ *  - long bcasts and igops back to back with moving roots, no barrier between;
  *  - sel max/min with some ranks not contributing;
  *  - snd/rcv around a ring (small and 300 KB messages, tags), rcvany;
  *  - bintree, armci_timer, a barrier per step. */
@@ -163,6 +164,43 @@ static void broadcasts(void) {
   mp_set_where("%s", "");
 }
 
+/* Long broadcasts and all-reduces back to back, no barrier between them:
+ * the root writes chunks into readers while they read others, and a
+ * reader's next broadcast reuses what the last one shared, so a root late
+ * on one message must not touch the next. Sizes off page and chunk
+ * boundaries; every result checked exactly (integer sums). */
+static void back_to_back(void) {
+  static const int sizes[] = {16385, 40000, 65536, 262147, (1 << 20) + 12};
+  const int rounds = 40;
+  const size_t largest = (1 << 20) + 12;
+  unsigned char *buf = malloc(largest), *expect = malloc(largest);
+  int *x = malloc(largest);
+  for (int k = 0; k < rounds; ++k) {
+    const size_t n = (size_t)sizes[k % 5];
+    const int root = (k / 5 + k) % mp_np;
+    mp_fill_pattern(expect, n, root, k, (size_t)k);
+    if (mp_me == root) memcpy(buf, expect, n);
+    else memset(buf, 0xEE, n);
+    armci_msg_bcast(buf, (int)n, root);
+    mp_set_where("back-to-back bcast %d: %zu bytes from %d", k, n, root);
+    MP_CHECK_BYTES(expect, buf, n, "broadcast data");
+    const int count = (int)(n / sizeof(int));
+    for (int i = 0; i < count; ++i) x[i] = (int)contribution(mp_me, i + k);
+    armci_msg_igop(x, count, "+");
+    mp_set_where("back-to-back igop %d: %d ints", k, count);
+    for (int i = 0; i < count; ++i) {
+      long sum = 0;
+      for (int r = 0; r < mp_np; ++r) sum += contribution(r, i + k);
+      if (x[i] != (int)sum) {
+        mp_set_where("back-to-back igop %d: %d ints, element %d", k, count, i);
+        MP_CHECK_INT((int)sum, x[i]);
+      }
+    }
+  }
+  free(buf), free(expect), free(x);
+  mp_set_where("%s", "");
+}
+
 static void selections(void) {
   /* Key = element 0; payload after it names the owner. Odd ranks do not
    * contribute, so the best even rank wins. */
@@ -241,6 +279,7 @@ int main(int argc, char **argv) {
   same_bits_everywhere();
   armci_msg_barrier();
   broadcasts();
+  back_to_back();
   selections();
   point_to_point();
   trees_and_timer();
