@@ -249,6 +249,16 @@ class Window {
   std::vector<int> exposure_group_;
   std::vector<std::uint64_t> posts_;    // per origin: exposures posted to it
   std::vector<std::uint64_t> expect_;   // the completions waited for, per member of exposure_group_
+
+  // Fence and PSCW epochs cost about one cache-line transfer over shared
+  // memory, so what they would look up or allocate on every call is kept:
+  // this rank's control block, the members but itself, and this rank's
+  // flag words at every member.
+  std::byte* own_block_ = nullptr;
+  bool flags_by_cpu_ = false;  // every member stores its flags here with CPU stores: poll them on their own
+  std::vector<int> others_;
+  std::vector<Sync::Word> fenced_words_, exposed_words_, completed_words_;  // per member: this rank's word there
+  std::vector<std::uint64_t> counts_;  // the counts a fence or start waits for
 };
 
 }  // namespace armci
