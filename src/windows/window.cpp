@@ -764,8 +764,9 @@ void Window::wait_counts(const char* call, const char* argument, const char* wha
     return late;
   };
   // A flag a neighbour stores is seen by a load: it is polled on its own
-  // between rounds of network progress.
-  if (flags_by_cpu_)
+  // between rounds of network progress, unless ranks outnumber the cores
+  // (no spin): then the rank that stores it may need this very core.
+  if (flags_by_cpu_ && Backoff::spin().count() > 0)
     parts_.progress.until_stored(done);
   else
     parts_.progress.until(done);
