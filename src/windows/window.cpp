@@ -253,6 +253,8 @@ std::uintptr_t Window::target_address(const char* call, int rank, std::size_t di
 void Window::contiguous(const char* call, Op op, const AccArgs* acc, const void* local, std::size_t bytes, int rank,
                         std::size_t disp) {
   check_epoch(call, rank);
+  if (arrivals_pending_) [[unlikely]]
+    await_arrival(call, rank);
   const std::uintptr_t remote = target_address(call, rank, disp, bytes);
   if (bytes == 0) return;
   const int proc = world(rank);
@@ -279,6 +281,8 @@ void Window::contiguous(const char* call, Op op, const AccArgs* acc, const void*
 void Window::strided(const char* call, Op op, const AccArgs* acc, void* local, const int* local_stride,
                      const int* remote_stride, const int* count, int levels, int rank, std::size_t disp) {
   check_epoch(call, rank);
+  if (arrivals_pending_) [[unlikely]]
+    await_arrival(call, rank);
   const bool get = op == Op::get;
   strided::Shape shape;
   // The side written to must not overlap itself: the remote one for put
@@ -717,13 +721,30 @@ void Window::fence(const char* call, int assert) {
   }
   if (ops_before) finish_ops(call, group_.my_rank);
   any_issued_ = false;
+  fence_open_ = !(assert & kNoSucceed);
+  // Under NOPRECEDE (which every member gives, or none) no member has
+  // anything to complete here, and what must follow every member's arrival
+  // (the next epoch's operations to it) waits for it then: the fence is
+  // only the flags, and the members' arrivals overlap their next epoch.
+  if (!ops_before && fence_open_) {
+    arrivals_pending_ = true;
+    return;
+  }
+  arrivals_pending_ = false;  // the wait below covers every earlier fence's arrivals
   counts_.assign(others_.size(), epoch);
   wait_counts(call, "win", "reach the fence", "a member that never calls ARMCI_Win_fence", others_,
               &Window::fenced_offset, counts_);
   // The members' writes into this window, announced by their flags, are
   // seen by what the application reads next.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  fence_open_ = !(assert & kNoSucceed);
+}
+
+void Window::await_arrival(const char* call, int rank) {
+  if (rank == group_.my_rank || own_word(fenced_offset(rank)) >= fences_) return;
+  counts_.assign(1, fences_);
+  wait_counts(call, "rank", "reach the fence", "a member that never calls ARMCI_Win_fence", std::vector<int>{rank},
+              &Window::fenced_offset, counts_);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
 void Window::post(const char* call, const std::vector<int>& origins, int assert) {

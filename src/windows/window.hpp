@@ -239,6 +239,11 @@ class Window {
   bool lock_all_ = false;
   bool lock_all_nocheck_ = false;
   bool fence_open_ = false;
+  // A fence under NOPRECEDE completes nothing, so it does not wait for the
+  // members: an operation after it, in any epoch, first waits for its
+  // target's arrival (its flag), and the next fence for every member's.
+  bool arrivals_pending_ = false;
+  void await_arrival(const char* call, int rank);
   std::uint64_t fences_ = 0;  // fences this rank arrived at (the flags it writes)
   std::vector<std::uint8_t> started_;  // per target: in the open PSCW access epoch
   std::vector<int> access_group_;

@@ -16,6 +16,9 @@
  *    reversed (the flags are found by window rank): every rank's puts are
  *    checked after each epoch, so a flag read at the wrong place (an epoch
  *    that ends early) shows as stale data or a timeout;
+ *  - a fence under NOPRECEDE (which need not wait for the members): each
+ *    target's own store before it is never overwritten by a put made after
+ *    it, with one target late to the fence each round;
  *  - a window over a subgroup (reversed ranks: group ranks are translated)
  *    and over the even ranks (locks and a fence over the subgroup), two
  *    windows locked at once, strided puts/gets/accs, ARMCI_Win_create over
@@ -313,6 +316,50 @@ static void reversed_group(void) {
   free(order);
 }
 
+/* Each round every rank stores -1 into its window, then fences under
+ * NOPRECEDE; its left neighbour then puts the round's value there and a
+ * fence closes the epoch. One rank a round computes a while before its
+ * store, so that a put not held until its target's arrival would land
+ * first and be overwritten. Then the same with a lock epoch after the
+ * NOPRECEDE fence (and an empty NOPRECEDE | NOSUCCEED fence before it). */
+static void fence_noprecede(void) {
+  long *base;
+  ARMCI_Win win;
+  MP_CHECK_INT(0, ARMCI_Win_allocate(2 * sizeof(long), sizeof(long), NULL, (void **)&base, &win));
+  const int right = (mp_me + 1) % mp_np, left = (mp_me + mp_np - 1) % mp_np;
+  for (int round = 0; round < ROUNDS; ++round) {
+    if (round % mp_np == mp_me) {
+      volatile unsigned long spin = 0;
+      for (unsigned long i = 0; i < 2000000UL; ++i) spin += i;
+    }
+    base[0] = -1;
+    MP_CHECK_INT(0, ARMCI_Win_fence(ARMCI_WIN_MODE_NOPRECEDE, win));
+    long v = 1000L * round + mp_me;
+    MP_CHECK_INT(0, ARMCI_Win_put(&v, sizeof v, right, 0, win));
+    MP_CHECK_INT(0, ARMCI_Win_fence(ARMCI_WIN_MODE_NOSUCCEED, win));
+    MP_CHECK(base[0] == 1000L * round + left, "NOPRECEDE fence round %d: the left neighbour's put reads %ld", round,
+             base[0]);
+  }
+  for (int round = 0; round < ROUNDS; ++round) {
+    if (round % mp_np == mp_me) {
+      volatile unsigned long spin = 0;
+      for (unsigned long i = 0; i < 2000000UL; ++i) spin += i;
+    }
+    base[1] = -1;
+    MP_CHECK_INT(0, ARMCI_Win_fence(ARMCI_WIN_MODE_NOPRECEDE | ARMCI_WIN_MODE_NOSUCCEED, win));
+    MP_CHECK_INT(0, ARMCI_Win_fence(ARMCI_WIN_MODE_NOPRECEDE, win));
+    long v = 1000L * round + mp_me;
+    MP_CHECK_INT(0, ARMCI_Win_lock(ARMCI_WIN_LOCK_EXCLUSIVE, right, 0, win));
+    MP_CHECK_INT(0, ARMCI_Win_put(&v, sizeof v, right, 1, win));
+    MP_CHECK_INT(0, ARMCI_Win_unlock(right, win));
+    ARMCI_Barrier();
+    MP_CHECK(base[1] == 1000L * round + left, "lock after a NOPRECEDE fence, round %d: the left neighbour's put reads %ld",
+             round, base[1]);
+    ARMCI_Barrier();
+  }
+  MP_CHECK_INT(0, ARMCI_Win_free(&win));
+}
+
 /* Window rank w is world rank np-1-w. Each round: a fence epoch in which
  * every rank puts 1000 round + its window rank into its slot at every other
  * member, then a PSCW star in which window rank 0 exposes itself to all the
@@ -444,6 +491,8 @@ int main(int argc, char **argv) {
   pscw_ring();
   mp_set_where("reversed_group");
   reversed_group();
+  mp_set_where("fence_noprecede");
+  fence_noprecede();
   mp_set_where("epochs_by_window_rank");
   epochs_by_window_rank();
   mp_set_where("subgroup_and_two_windows");
