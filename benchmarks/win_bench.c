@@ -18,6 +18,8 @@
  *   epoch16_lock        lock exclusive + 16 puts of 8 B, then 16 gets of 8 B
  *                       + unlock (what ARMCI_WIN_REORDER reorders)
  *   epoch16_fence       the same 16 + 16 between two fences
+ *   fence_np_put        fence(NOPRECEDE) + 8 B put to the right neighbour +
+ *                       fence(NOSUCCEED): an epoch of fences of its own
  *   fence_nbr8          an 8 B put to each of the ranks r+-1..r+-4 (mod np;
  *                       the distinct ones other than r: fewer than 8 below
  *                       np 9, the output says how many) + one fence
@@ -44,11 +46,11 @@
 #include "bench_compute.h"
 
 enum op { OP_LPU_X, OP_LPU_S, OP_LU, OP_FENCE_EMPTY, OP_FENCE_PUT, OP_PSCW, OP_LPU_SIZE, OP_CONTEND, OP_HALO,
-          OP_E16_LOCK, OP_E16_FENCE, OP_FENCE_NBR8, OP_OVERLAP };
+          OP_E16_LOCK, OP_E16_FENCE, OP_FENCE_NBR8, OP_OVERLAP, OP_FENCE_NP };
 static const char *op_names[] = {"lock_put_unlock_x", "lock_put_unlock_s", "lock_unlock", "fence_empty",
                                  "fence_put",         "pscw_ring",         NULL,          NULL,
                                  NULL,                "epoch16_lock",      "epoch16_fence",
-                                 "fence_nbr8",        NULL};
+                                 "fence_nbr8",        NULL,          "fence_np_put"};
 /* epoch16: puts into the first 16 words, gets from 16 words at the end of
  * the window that nothing writes. */
 enum { E16 = 16 };
@@ -179,6 +181,11 @@ static void armci_epoch(const struct cell *c, long value) {
       ARMCI_Win_put(&value, sizeof value, right, 0, awin);
       ARMCI_Win_fence(0, awin);
       break;
+    case OP_FENCE_NP:
+      ARMCI_Win_fence(ARMCI_WIN_MODE_NOPRECEDE, awin);
+      ARMCI_Win_put(&value, sizeof value, right, 0, awin);
+      ARMCI_Win_fence(ARMCI_WIN_MODE_NOSUCCEED, awin);
+      break;
     case OP_E16_LOCK:
     case OP_E16_FENCE:
       if (op == OP_E16_LOCK) ARMCI_Win_lock(ARMCI_WIN_LOCK_EXCLUSIVE, right, 0, awin);
@@ -252,6 +259,11 @@ static void mpi_epoch(const struct cell *c, long value) {
     case OP_FENCE_PUT:
       MPI_Put(&value, 1, MPI_LONG, right, 0, 1, MPI_LONG, mwin);
       MPI_Win_fence(0, mwin);
+      break;
+    case OP_FENCE_NP:
+      MPI_Win_fence(MPI_MODE_NOPRECEDE, mwin);
+      MPI_Put(&value, 1, MPI_LONG, right, 0, 1, MPI_LONG, mwin);
+      MPI_Win_fence(MPI_MODE_NOSUCCEED, mwin);
       break;
     case OP_E16_LOCK:
     case OP_E16_FENCE:
@@ -534,6 +546,7 @@ int main(int argc, char **argv) {
   add_cell(OP_E16_LOCK, 8, 0);
   add_cell(OP_E16_FENCE, 8, 0);
   add_cell(OP_FENCE_NBR8, 8, 0);
+  add_cell(OP_FENCE_NP, 8, 0);
   for (size_t bytes = 64 << 10; bytes <= MAX_PUT; bytes *= 4) add_cell(OP_OVERLAP, bytes, 0);
   if (ncells == 0) die("--cells %s: no cell's name starts so", only_cells);
 

@@ -78,10 +78,13 @@ int make_window(const char* call, void* base, std::size_t bytes, int disp_unit, 
   return 0;
 }
 
-// The group's members as ranks of the window's group.
-std::vector<int> window_ranks(const char* call, const armci_win_s& w, ARMCI_Group* group) {
+// The group's members as ranks of the window's group, valid until the
+// next call: post and start come once per PSCW epoch, which costs about two
+// cache-line transfers over shared memory, so they allocate nothing.
+const std::vector<int>& window_ranks(const char* call, const armci_win_s& w, ARMCI_Group* group) {
   armci::Group& g = group_of(call, "group", group);
-  std::vector<int> ranks;
+  thread_local std::vector<int> ranks;
+  ranks.clear();
   for (int world_rank : g.members) {
     const int rank = w.group().rank_of[static_cast<std::size_t>(world_rank)];
     if (rank < 0)

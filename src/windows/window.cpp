@@ -197,6 +197,16 @@ Window::Window(const char* call, WindowParts parts, const Group& group, void* ba
   completes_.assign(static_cast<std::size_t>(n), 0);
   posts_.assign(static_cast<std::size_t>(n), 0);
   queues_.resize(static_cast<std::size_t>(n));
+  own_block_ = control_->local(parts_.peers, parts_.peers.rank());
+  flags_by_cpu_ = true;
+  const int me = group_.my_rank;
+  for (int r = 0; r < n; ++r) {
+    if (r != me) others_.push_back(r);
+    if (control_->local(parts_.peers, world(r)) == nullptr) flags_by_cpu_ = false;
+    fenced_words_.push_back(word(r, fenced_offset(me)));
+    exposed_words_.push_back(word(r, exposed_offset(me)));
+    completed_words_.push_back(word(r, completed_offset(me)));
+  }
 }
 
 Window::~Window() {
@@ -234,7 +244,7 @@ void Window::free(const char* call) {
 // ------------------------------------------------------------------ words
 
 std::uint64_t Window::own_word(std::size_t offset) const {
-  std::byte* local = control_->local(parts_.peers, parts_.peers.rank()) + offset;
+  std::byte* local = own_block_ + offset;
   return std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(local)).load(std::memory_order_acquire);
 }
 
@@ -266,6 +276,8 @@ inline std::uintptr_t Window::target_address(const char* call, int rank, std::si
 void Window::contiguous(const char* call, Op op, const AccArgs* acc, const void* local, std::size_t bytes, int rank,
                         std::size_t disp) {
   check_epoch(call, rank);
+  if (arrivals_pending_) [[unlikely]]
+    await_arrival(call, rank);
   const std::uintptr_t remote = target_address(call, rank, disp, bytes);
   if (bytes == 0) return;
   const auto t = static_cast<std::size_t>(rank);
@@ -315,6 +327,8 @@ void Window::transfer(const char* call, Op op, const AccArgs* acc, const void* l
 void Window::strided(const char* call, Op op, const AccArgs* acc, void* local, const int* local_stride,
                      const int* remote_stride, const int* count, int levels, int rank, std::size_t disp) {
   check_epoch(call, rank);
+  if (arrivals_pending_) [[unlikely]]
+    await_arrival(call, rank);
   const bool get = op == Op::get;
   strided::Shape shape;
   // The side written to must not overlap itself: the remote one for put
@@ -793,23 +807,37 @@ void Window::fence(const char* call, int assert) {
   // operations to me are in place", so the fence costs one one-way latency
   // (the flags travel at once) and no flush round trip.
   const std::uint64_t epoch = ++fences_;
-  const int me = group_.my_rank;
   const bool ops_before = !(assert & kNoPrecede);
-  std::vector<int> others;
-  for (int t = 0; t < size(); ++t) {
-    if (t == me) continue;
+  for (int t : others_) {
     if (ops_before) order_ops_before_next(call, t);
-    parts_.sync.store64(call, word(t, fenced_offset(me)), epoch);
-    others.push_back(t);
+    parts_.sync.store64(call, fenced_words_[static_cast<std::size_t>(t)], epoch);
   }
-  if (ops_before) finish_ops(call, me);
+  if (ops_before) finish_ops(call, group_.my_rank);
   any_issued_ = false;
-  wait_counts(call, "win", "reach the fence", "a member that never calls ARMCI_Win_fence", others,
-              &Window::fenced_offset, std::vector<std::uint64_t>(others.size(), epoch));
+  fence_open_ = !(assert & kNoSucceed);
+  // Under NOPRECEDE (which every member gives, or none) no member has
+  // anything to complete here, and what must follow every member's arrival
+  // (the next epoch's operations to it) waits for it then: the fence is
+  // only the flags, and the members' arrivals overlap their next epoch.
+  if (!ops_before && fence_open_) {
+    arrivals_pending_ = true;
+    return;
+  }
+  arrivals_pending_ = false;  // the wait below covers every earlier fence's arrivals
+  counts_.assign(others_.size(), epoch);
+  wait_counts(call, "win", "reach the fence", "a member that never calls ARMCI_Win_fence", others_,
+              &Window::fenced_offset, counts_);
   // The members' writes into this window, announced by their flags, are
   // seen by what the application reads next.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  fence_open_ = !(assert & kNoSucceed);
+}
+
+void Window::await_arrival(const char* call, int rank) {
+  if (rank == group_.my_rank || own_word(fenced_offset(rank)) >= fences_) return;
+  counts_.assign(1, fences_);
+  wait_counts(call, "rank", "reach the fence", "a member that never calls ARMCI_Win_fence", std::vector<int>{rank},
+              &Window::fenced_offset, counts_);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
 void Window::post(const char* call, const std::vector<int>& origins, int assert) {
@@ -817,12 +845,11 @@ void Window::post(const char* call, const std::vector<int>& origins, int assert)
   // The application's own stores into the window are in memory before an
   // origin can write next to them.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  const int me = group_.my_rank;
   expect_.clear();
   for (int o : origins) {
     const std::uint64_t count = ++posts_[static_cast<std::size_t>(o)];
     expect_.push_back(count);
-    parts_.sync.store64(call, word(o, exposed_offset(me)), count);
+    parts_.sync.store64(call, exposed_words_[static_cast<std::size_t>(o)], count);
   }
   exposure_group_ = origins;
   posted_ = true;
@@ -842,11 +869,21 @@ void Window::wait_counts(const char* call, const char* argument, const char* wha
   const auto start = std::chrono::steady_clock::now();
   const auto limit = std::chrono::duration<double>(parts_.sync_timeout_seconds);
   bool late = false;
-  parts_.progress.until([&] {
+  unsigned polls = 0;
+  auto done = [&] {
     if (counts_reached(ranks, offset, counts)) return true;
-    late = parts_.sync_timeout_seconds > 0 && std::chrono::steady_clock::now() - start > limit;
+    // A clock read takes longer than a flag's trip between two cores.
+    if (++polls % 128 != 0 || parts_.sync_timeout_seconds <= 0) return false;
+    late = std::chrono::steady_clock::now() - start > limit;
     return late;
-  });
+  };
+  // A flag a neighbour stores is seen by a load: it is polled on its own
+  // between rounds of network progress, unless ranks outnumber the cores
+  // (no spin): then the rank that stores it may need this very core.
+  if (flags_by_cpu_ && Backoff::spin().count() > 0)
+    parts_.progress.until_stored(done);
+  else
+    parts_.progress.until(done);
   if (!late) return;
   for (std::size_t i = 0; i < ranks.size(); ++i)
     if (own_word((this->*offset)(ranks[i])) < counts[i])
@@ -858,11 +895,11 @@ void Window::start(const char* call, const std::vector<int>& targets, int assert
   if (!access_group_.empty()) fail(call, "argument 'win': an access epoch is open already (ARMCI_Win_complete it first)");
   if (locks_held_ > 0 || lock_all_)
     fail(call, "argument 'win': a passive-target epoch (ARMCI_Win_lock) is open; unlock first");
-  std::vector<std::uint64_t> counts;
-  for (int t : targets) counts.push_back(++starts_[static_cast<std::size_t>(t)]);
+  counts_.clear();
+  for (int t : targets) counts_.push_back(++starts_[static_cast<std::size_t>(t)]);
   if (!(assert & kNoCheck))
     wait_counts(call, "group", "post an exposure epoch including this rank", "mismatched PSCW groups", targets,
-                &Window::exposed_offset, counts);
+                &Window::exposed_offset, counts_);
   for (int t : targets) started_[static_cast<std::size_t>(t)] = 1;
   access_group_ = targets;
   // Empty groups are legal: mark the epoch open all the same.
@@ -871,13 +908,12 @@ void Window::start(const char* call, const std::vector<int>& targets, int assert
 
 void Window::complete(const char* call) {
   if (access_group_.empty()) fail(call, "argument 'win': no access epoch is open (ARMCI_Win_start was not called)");
-  const int me = group_.my_rank;
   for (int t : access_group_) {
     if (t < 0) continue;
     close_queue(call, t);
     // Ordered after the operations: the count cannot overtake what it announces.
     order_ops_before_next(call, t);
-    parts_.sync.store64(call, word(t, completed_offset(me)), ++completes_[static_cast<std::size_t>(t)]);
+    parts_.sync.store64(call, completed_words_[static_cast<std::size_t>(t)], ++completes_[static_cast<std::size_t>(t)]);
     started_[static_cast<std::size_t>(t)] = 0;
   }
   access_group_.clear();

@@ -271,6 +271,11 @@ class Window {
   bool lock_all_ = false;
   bool lock_all_nocheck_ = false;
   bool fence_open_ = false;
+  // A fence under NOPRECEDE completes nothing, so it does not wait for the
+  // members: an operation after it, in any epoch, first waits for its
+  // target's arrival (its flag), and the next fence for every member's.
+  bool arrivals_pending_ = false;
+  void await_arrival(const char* call, int rank);
   std::uint64_t fences_ = 0;  // fences this rank arrived at (the flags it writes)
   std::vector<std::uint8_t> started_;  // per target: in the open PSCW access epoch
   std::vector<int> access_group_;
@@ -281,6 +286,16 @@ class Window {
   std::vector<int> exposure_group_;
   std::vector<std::uint64_t> posts_;    // per origin: exposures posted to it
   std::vector<std::uint64_t> expect_;   // the completions waited for, per member of exposure_group_
+
+  // Fence and PSCW epochs cost about one cache-line transfer over shared
+  // memory, so what they would look up or allocate on every call is kept:
+  // this rank's control block, the members but itself, and this rank's
+  // flag words at every member.
+  std::byte* own_block_ = nullptr;
+  bool flags_by_cpu_ = false;  // every member stores its flags here with CPU stores: poll them on their own
+  std::vector<int> others_;
+  std::vector<Sync::Word> fenced_words_, exposed_words_, completed_words_;  // per member: this rank's word there
+  std::vector<std::uint64_t> counts_;  // the counts a fence or start waits for
 };
 
 }  // namespace armci

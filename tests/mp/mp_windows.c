@@ -12,6 +12,13 @@
  *  - fence: puts and accs to neighbours, all in place after the fence;
  *    gets of the neighbour's value between fences with NOPUT / NOSTORE;
  *  - PSCW ring: post to the left, start to the right, several rounds;
+ *  - fence and PSCW epochs in turn on a window whose ranks are the world's
+ *    reversed (the flags are found by window rank): every rank's puts are
+ *    checked after each epoch, so a flag read at the wrong place (an epoch
+ *    that ends early) shows as stale data or a timeout;
+ *  - a fence under NOPRECEDE (which need not wait for the members): each
+ *    target's own store before it is never overwritten by a put made after
+ *    it, with one target late to the fence each round;
  *  - a window over a subgroup (reversed ranks: group ranks are translated)
  *    and over the even ranks (locks and a fence over the subgroup), two
  *    windows locked at once, strided puts/gets/accs, ARMCI_Win_create over
@@ -309,6 +316,98 @@ static void reversed_group(void) {
   free(order);
 }
 
+/* Each round every rank stores -1 into its window, then fences under
+ * NOPRECEDE; its left neighbour then puts the round's value there and a
+ * fence closes the epoch. One rank a round computes a while before its
+ * store, so that a put not held until its target's arrival would land
+ * first and be overwritten. Then the same with a lock epoch after the
+ * NOPRECEDE fence (and an empty NOPRECEDE | NOSUCCEED fence before it). */
+static void fence_noprecede(void) {
+  long *base;
+  ARMCI_Win win;
+  MP_CHECK_INT(0, ARMCI_Win_allocate(2 * sizeof(long), sizeof(long), NULL, (void **)&base, &win));
+  const int right = (mp_me + 1) % mp_np, left = (mp_me + mp_np - 1) % mp_np;
+  for (int round = 0; round < ROUNDS; ++round) {
+    if (round % mp_np == mp_me) {
+      volatile unsigned long spin = 0;
+      for (unsigned long i = 0; i < 2000000UL; ++i) spin += i;
+    }
+    base[0] = -1;
+    MP_CHECK_INT(0, ARMCI_Win_fence(ARMCI_WIN_MODE_NOPRECEDE, win));
+    long v = 1000L * round + mp_me;
+    MP_CHECK_INT(0, ARMCI_Win_put(&v, sizeof v, right, 0, win));
+    MP_CHECK_INT(0, ARMCI_Win_fence(ARMCI_WIN_MODE_NOSUCCEED, win));
+    MP_CHECK(base[0] == 1000L * round + left, "NOPRECEDE fence round %d: the left neighbour's put reads %ld", round,
+             base[0]);
+  }
+  for (int round = 0; round < ROUNDS; ++round) {
+    if (round % mp_np == mp_me) {
+      volatile unsigned long spin = 0;
+      for (unsigned long i = 0; i < 2000000UL; ++i) spin += i;
+    }
+    base[1] = -1;
+    MP_CHECK_INT(0, ARMCI_Win_fence(ARMCI_WIN_MODE_NOPRECEDE | ARMCI_WIN_MODE_NOSUCCEED, win));
+    MP_CHECK_INT(0, ARMCI_Win_fence(ARMCI_WIN_MODE_NOPRECEDE, win));
+    long v = 1000L * round + mp_me;
+    MP_CHECK_INT(0, ARMCI_Win_lock(ARMCI_WIN_LOCK_EXCLUSIVE, right, 0, win));
+    MP_CHECK_INT(0, ARMCI_Win_put(&v, sizeof v, right, 1, win));
+    MP_CHECK_INT(0, ARMCI_Win_unlock(right, win));
+    ARMCI_Barrier();
+    MP_CHECK(base[1] == 1000L * round + left, "lock after a NOPRECEDE fence, round %d: the left neighbour's put reads %ld",
+             round, base[1]);
+    ARMCI_Barrier();
+  }
+  MP_CHECK_INT(0, ARMCI_Win_free(&win));
+}
+
+/* Window rank w is world rank np-1-w. Each round: a fence epoch in which
+ * every rank puts 1000 round + its window rank into its slot at every other
+ * member, then a PSCW star in which window rank 0 exposes itself to all the
+ * others, each putting 1000 round + 500 + its window rank into its slot. */
+static void epochs_by_window_rank(void) {
+  int *order = malloc(sizeof(int) * (size_t)mp_np);
+  for (int i = 0; i < mp_np; ++i) order[i] = mp_np - 1 - i;
+  ARMCI_Group reversed, hub, spokes;
+  /* Every rank makes every group, in the same order. */
+  ARMCI_Group_create(mp_np, order, &reversed);
+  ARMCI_Group_create(1, &order[0], &hub);
+  ARMCI_Group_create(mp_np - 1, &order[1], &spokes);
+  int wrank;
+  ARMCI_Group_rank(&reversed, &wrank);
+  long *base;
+  ARMCI_Win win;
+  MP_CHECK_INT(0, ARMCI_Win_allocate(sizeof(long) * (size_t)mp_np, sizeof(long), &reversed, (void **)&base, &win));
+  for (int i = 0; i < mp_np; ++i) base[i] = -1;
+  for (int round = 0; round < ROUNDS; ++round) {
+    MP_CHECK_INT(0, ARMCI_Win_fence(round == 0 ? ARMCI_WIN_MODE_NOPRECEDE : 0, win));
+    long v = 1000L * round + wrank;
+    for (int t = 0; t < mp_np; ++t)
+      if (t != wrank) MP_CHECK_INT(0, ARMCI_Win_put(&v, sizeof v, t, (size_t)wrank, win));
+    MP_CHECK_INT(0, ARMCI_Win_fence(ARMCI_WIN_MODE_NOSUCCEED, win));
+    for (int w = 0; w < mp_np; ++w)
+      if (w != wrank)
+        MP_CHECK(base[w] == 1000L * round + w, "fence round %d: slot of window rank %d holds %ld", round, w, base[w]);
+    if (wrank == 0) {
+      MP_CHECK_INT(0, ARMCI_Win_post(&spokes, 0, win));
+      MP_CHECK_INT(0, ARMCI_Win_wait(win));
+      for (int w = 1; w < mp_np; ++w)
+        MP_CHECK(base[w] == 1000L * round + 500 + w, "PSCW round %d: slot of window rank %d holds %ld", round, w,
+                 base[w]);
+    } else {
+      MP_CHECK_INT(0, ARMCI_Win_start(&hub, 0, win));
+      v = 1000L * round + 500 + wrank;
+      MP_CHECK_INT(0, ARMCI_Win_put(&v, sizeof v, 0, (size_t)wrank, win));
+      MP_CHECK_INT(0, ARMCI_Win_complete(win));
+    }
+  }
+  ARMCI_Barrier();
+  MP_CHECK_INT(0, ARMCI_Win_free(&win));
+  ARMCI_Group_free(&spokes);
+  ARMCI_Group_free(&hub);
+  ARMCI_Group_free(&reversed);
+  free(order);
+}
+
 /* The even ranks' window while the odd ranks stay out; two windows (one
  * allocated, one created over ARMCI_Malloc memory) locked at once;
  * strided put, get and acc of a 4 x 8 patch of ints. */
@@ -392,6 +491,10 @@ int main(int argc, char **argv) {
   pscw_ring();
   mp_set_where("reversed_group");
   reversed_group();
+  mp_set_where("fence_noprecede");
+  fence_noprecede();
+  mp_set_where("epochs_by_window_rank");
+  epochs_by_window_rank();
   mp_set_where("subgroup_and_two_windows");
   subgroup_and_two_windows();
   MP_CHECK_INT(0, ARMCI_Finalize());
