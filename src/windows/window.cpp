@@ -835,7 +835,8 @@ void Window::fence(const char* call, int assert) {
 void Window::await_arrival(const char* call, int rank) {
   if (rank == group_.my_rank || own_word(fenced_offset(rank)) >= fences_) return;
   counts_.assign(1, fences_);
-  wait_counts(call, "rank", "reach the fence", "a member that never calls ARMCI_Win_fence", std::vector<int>{rank},
+  one_member_.assign(1, rank);
+  wait_counts(call, "rank", "reach the fence", "a member that never calls ARMCI_Win_fence", one_member_,
               &Window::fenced_offset, counts_);
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }

@@ -296,6 +296,7 @@ class Window {
   std::vector<int> others_;
   std::vector<Sync::Word> fenced_words_, exposed_words_, completed_words_;  // per member: this rank's word there
   std::vector<std::uint64_t> counts_;  // the counts a fence or start waits for
+  std::vector<int> one_member_;        // await_arrival's one rank, kept so it allocates nothing
 };
 
 }  // namespace armci
