@@ -180,8 +180,10 @@ class Collectives {
     const Combine& combine;
     std::size_t element_bytes;
   };
+  // through_slots: the slot copies even where single copies are possible
+  // (both ends must pass the same).
   void exchange(int partner, const void* out, std::size_t out_bytes, void* in, std::size_t in_bytes,
-                const Folding* fold = nullptr);
+                const Folding* fold = nullptr, bool through_slots = false);
   std::size_t receive_local_or_network(const char* call, Channel channel, int from, int tag, std::byte* into,
                                        std::size_t capacity, const Folding* fold);
   void probe_single_copy(Barrier& barrier);
@@ -192,6 +194,7 @@ class Collectives {
   void allreduce_direct(const Team& team, std::byte* data, std::size_t count, std::size_t element_bytes,
                         const Combine& combine);
   bool all_local(const Team& team) const;
+  bool reduces_through_slots(const Team& team) const;
   pid_t pid_of(int proc) const;
   bool waiting(Channel channel, int from);
   // The length of the next message from `from`, once its first piece is
