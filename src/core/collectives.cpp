@@ -580,20 +580,6 @@ void Collectives::broadcast(const Team& team, void* data, std::size_t bytes, int
     });
     return;
   }
-  // Where ranks share cores, a short one too goes from the root to each
-  // member: in a tree a member forwards only in its time slice, and those
-  // below it wait for that slice (np 4 on 2 cores, 8 B: even with MPI).
-  // The root's sends are into cells and slots, so it never waits on them.
-  if (cores_shared_ && all_local(team)) {
-    const int root_rank = team.members[static_cast<std::size_t>(root)];
-    if (team.me != root) {
-      receive("armci_msg_bcast", Channel::collective, root_rank, -1, data, bytes);
-      return;
-    }
-    for (int member : team.members)
-      if (member != root_rank) send(Channel::collective, member, 0, data, bytes);
-    return;
-  }
   broadcast_tree(
       team, root, [&](int from) { receive("armci_msg_bcast", Channel::collective, from, -1, data, bytes); },
       [&](int to) { return post(Channel::collective, to, 0, data, bytes); });
