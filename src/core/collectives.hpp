@@ -113,7 +113,8 @@ class Collectives {
   // neighbours that read each other's memory goes direct: each reads its
   // share from every other member, combines it and writes the result back
   // into them, a stretch at a time. (np 2: 32 KiB went from 15.7 to 11.7
-  // us; np 4 on 2 cores: 32 KiB lost, 64 KiB won.)
+  // us; np 4 on 2 cores: 32 KiB lost, 64 KiB won.) Not for two members
+  // with a core each: see reduces_through_slots.
   static constexpr std::size_t kDirectShareMin = 16 * 1024;
   // Stretches of 64, 128 and 256 KiB measured alike.
   static constexpr std::size_t kDirectStretch = 128 * 1024;
