@@ -14,8 +14,19 @@ using namespace armci::api;
 using armci::fail;
 using armci::Op;
 
+// post and start come once per PSCW epoch, which costs about two
+// cache-line transfers over shared memory; translating the group each
+// time (its lookup among the live groups, the rank map) cost about a third
+// as much again, and programs pass the same groups epoch after epoch.
+struct PscwRanks {
+  const void* group = nullptr;  // the group handle's core group
+  std::uint64_t frees = 0;      // Groups::frees() when translated
+  std::vector<int> ranks;       // its members as ranks of the window's group
+};
+
 struct armci_win_s : armci::Window {
   using armci::Window::Window;
+  PscwRanks post_ranks, start_ranks;
 };
 
 namespace {
@@ -78,12 +89,16 @@ int make_window(const char* call, void* base, std::size_t bytes, int disp_unit, 
   return 0;
 }
 
-// The group's members as ranks of the window's group, valid until the
-// next call: post and start come once per PSCW epoch, which costs about two
-// cache-line transfers over shared memory, so they allocate nothing.
-const std::vector<int>& window_ranks(const char* call, const armci_win_s& w, ARMCI_Group* group) {
+// The group's members as ranks of the window's group, kept in `cache`
+// for the next call with the same group.
+const std::vector<int>& window_ranks(const char* call, armci::Runtime& r, const armci_win_s& w, ARMCI_Group* group,
+                                     PscwRanks& cache) {
+  if (group != nullptr && group->armci_group_private == cache.group && cache.group != nullptr &&
+      r.groups().frees() == cache.frees) [[likely]]
+    return cache.ranks;
   armci::Group& g = group_of(call, "group", group);
-  thread_local std::vector<int> ranks;
+  std::vector<int>& ranks = cache.ranks;
+  cache.group = nullptr;
   ranks.clear();
   for (int world_rank : g.members) {
     const int rank = w.group().rank_of[static_cast<std::size_t>(world_rank)];
@@ -91,6 +106,8 @@ const std::vector<int>& window_ranks(const char* call, const armci_win_s& w, ARM
       fail(call, "argument 'group': world rank %d is not a member of the window's group", world_rank);
     ranks.push_back(rank);
   }
+  cache.group = &g;
+  cache.frees = r.groups().frees();
   return ranks;
 }
 
@@ -229,19 +246,19 @@ ARMCI_API(int, ARMCI_Win_fence, (int assert, ARMCI_Win win)) {
 
 ARMCI_API(int, ARMCI_Win_post, (ARMCI_Group * group, int assert, ARMCI_Win win)) {
   const char* call = "ARMCI_Win_post";
-  runtime(call);
+  armci::Runtime& r = runtime(call);
   armci_win_s& w = window_of(call, win);
   check_assert(call, assert);
-  w.post(call, window_ranks(call, w, group), assert);
+  w.post(call, window_ranks(call, r, w, group, w.post_ranks), assert);
   return 0;
 }
 
 ARMCI_API(int, ARMCI_Win_start, (ARMCI_Group * group, int assert, ARMCI_Win win)) {
   const char* call = "ARMCI_Win_start";
-  runtime(call);
+  armci::Runtime& r = runtime(call);
   armci_win_s& w = window_of(call, win);
   check_assert(call, assert);
-  w.start(call, window_ranks(call, w, group), assert);
+  w.start(call, window_ranks(call, r, w, group, w.start_ranks), assert);
   return 0;
 }
 

@@ -75,6 +75,7 @@ void Groups::free(Group& group) {
   if (group.owns_communicator) platform::mpi::release(group.communicator);
   if (default_ == &group) default_ = world_.get();
   live_.erase(&group);
+  ++frees_;
   for (auto it = owned_.begin(); it != owned_.end(); ++it)
     if (it->get() == &group) {
       owned_.erase(it);

@@ -7,6 +7,7 @@
 // scoped armci_msg_* calls.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <set>
 #include <vector>
@@ -53,11 +54,15 @@ class Groups {
   void free(Group& group);
   // The live group at this address, or nullptr (freed, never made).
   Group* find(const void* address) const;
+  // Groups freed so far: a cache of what a group's address meant holds
+  // while this is unchanged (a new group may reuse a freed one's address).
+  std::uint64_t frees() const { return frees_; }
 
   // What a group allocation exchanges and synchronises over.
   Memory::Members allocation_members(const Group& group);
 
  private:
+  std::uint64_t frees_ = 0;
   std::unique_ptr<Group> make(std::vector<int> members) const;
 
   const Peers& peers_;

@@ -100,6 +100,10 @@ class LockBackoff {
   long delay_ns_ = 250;
 };
 
+// Yields of a fence or PSCW wait on an oversubscribed node before it
+// leaves the rest to Backoff (about a millisecond).
+constexpr unsigned kYieldRounds = 1024;
+
 const char* lock_name(WinLock held) {
   switch (held) {
     case WinLock::shared: return "shared";
@@ -810,7 +814,7 @@ void Window::fence(const char* call, int assert) {
   const bool ops_before = !(assert & kNoPrecede);
   for (int t : others_) {
     if (ops_before) order_ops_before_next(call, t);
-    parts_.sync.store64(call, fenced_words_[static_cast<std::size_t>(t)], epoch);
+    store_flag(call, fenced_words_[static_cast<std::size_t>(t)], epoch);
   }
   if (ops_before) finish_ops(call, group_.my_rank);
   any_issued_ = false;
@@ -826,7 +830,7 @@ void Window::fence(const char* call, int assert) {
   arrivals_pending_ = false;  // the wait below covers every earlier fence's arrivals
   counts_.assign(others_.size(), epoch);
   wait_counts(call, "win", "reach the fence", "a member that never calls ARMCI_Win_fence", others_,
-              &Window::fenced_offset, counts_);
+              own_words(fenced_offset(0)), counts_);
   // The members' writes into this window, announced by their flags, are
   // seen by what the application reads next.
   std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -837,7 +841,7 @@ void Window::await_arrival(const char* call, int rank) {
   counts_.assign(1, fences_);
   one_member_.assign(1, rank);
   wait_counts(call, "rank", "reach the fence", "a member that never calls ARMCI_Win_fence", one_member_,
-              &Window::fenced_offset, counts_);
+              own_words(fenced_offset(0)), counts_);
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
@@ -850,44 +854,55 @@ void Window::post(const char* call, const std::vector<int>& origins, int assert)
   for (int o : origins) {
     const std::uint64_t count = ++posts_[static_cast<std::size_t>(o)];
     expect_.push_back(count);
-    parts_.sync.store64(call, exposed_words_[static_cast<std::size_t>(o)], count);
+    store_flag(call, exposed_words_[static_cast<std::size_t>(o)], count);
   }
   exposure_group_ = origins;
   posted_ = true;
 }
 
-bool Window::counts_reached(const std::vector<int>& ranks, std::size_t (Window::*offset)(int) const,
-                            const std::vector<std::uint64_t>& counts) const {
-  for (std::size_t i = 0; i < ranks.size(); ++i)
-    if (own_word((this->*offset)(ranks[i])) < counts[i]) return false;
-  return true;
-}
-
 void Window::wait_counts(const char* call, const char* argument, const char* what, const char* likely_cause,
-                         const std::vector<int>& ranks,
-                         std::size_t (Window::*offset)(int) const, const std::vector<std::uint64_t>& counts) {
-  if (counts_reached(ranks, offset, counts)) return;
-  const auto start = std::chrono::steady_clock::now();
+                         const std::vector<int>& ranks, const std::uint64_t* words,
+                         const std::vector<std::uint64_t>& counts) {
+  if (counts_reached(ranks, words, counts)) return;
+  // The timeout counts from the first clock read, 128 polls in: most
+  // waits end before it, and a clock read (45 ns here) costs a fifth of a
+  // whole fence + put epoch between two cores.
+  std::chrono::steady_clock::time_point start{};
   const auto limit = std::chrono::duration<double>(parts_.sync_timeout_seconds);
   bool late = false;
   unsigned polls = 0;
   auto done = [&] {
-    if (counts_reached(ranks, offset, counts)) return true;
-    // A clock read takes longer than a flag's trip between two cores.
+    if (counts_reached(ranks, words, counts)) return true;
     if (++polls % 128 != 0 || parts_.sync_timeout_seconds <= 0) return false;
-    late = std::chrono::steady_clock::now() - start > limit;
+    const auto now = std::chrono::steady_clock::now();
+    if (polls == 128) start = now;
+    late = now - start > limit;
     return late;
   };
   // A flag a neighbour stores is seen by a load: it is polled on its own
   // between rounds of network progress, unless ranks outnumber the cores
   // (no spin): then the rank that stores it may need this very core.
-  if (flags_by_cpu_ && Backoff::spin().count() > 0)
+  if (flags_by_cpu_ && Backoff::spin().count() > 0) {
     parts_.progress.until_stored(done);
-  else
+  } else if (flags_by_cpu_) {
+    // Ranks outnumber the cores: the member that stores the flag is most
+    // likely waiting for this very core, so every failed poll hands it
+    // over at once. Backoff's rounds poll the network between yields and
+    // wait a few rounds before the first (twice the epoch at np 4 on 2
+    // cores); network progress here runs every 16 yields, and a wait that
+    // lasts (a member computing) goes back to Backoff, which naps.
+    for (unsigned round = 1; round <= kYieldRounds; ++round) {
+      if (done()) break;
+      sched_yield();
+      if (round % 16 == 0) parts_.progress.progress();
+    }
+    if (!late && !counts_reached(ranks, words, counts)) parts_.progress.until(done);
+  } else {
     parts_.progress.until(done);
+  }
   if (!late) return;
   for (std::size_t i = 0; i < ranks.size(); ++i)
-    if (own_word((this->*offset)(ranks[i])) < counts[i])
+    if (std::atomic_ref<const std::uint64_t>(words[ranks[i]]).load(std::memory_order_acquire) < counts[i])
       fail(call, "argument '%s': window rank %d (world rank %d) did not %s within ARMCI_WIN_SYNC_TIMEOUT "
                  "(%ld s): %s?", argument, ranks[i], world(ranks[i]), what, parts_.sync_timeout_seconds, likely_cause);
 }
@@ -900,7 +915,7 @@ void Window::start(const char* call, const std::vector<int>& targets, int assert
   for (int t : targets) counts_.push_back(++starts_[static_cast<std::size_t>(t)]);
   if (!(assert & kNoCheck))
     wait_counts(call, "group", "post an exposure epoch including this rank", "mismatched PSCW groups", targets,
-                &Window::exposed_offset, counts_);
+                own_words(exposed_offset(0)), counts_);
   for (int t : targets) started_[static_cast<std::size_t>(t)] = 1;
   access_group_ = targets;
   // Empty groups are legal: mark the epoch open all the same.
@@ -914,7 +929,7 @@ void Window::complete(const char* call) {
     close_queue(call, t);
     // Ordered after the operations: the count cannot overtake what it announces.
     order_ops_before_next(call, t);
-    parts_.sync.store64(call, completed_words_[static_cast<std::size_t>(t)], ++completes_[static_cast<std::size_t>(t)]);
+    store_flag(call, completed_words_[static_cast<std::size_t>(t)], ++completes_[static_cast<std::size_t>(t)]);
     started_[static_cast<std::size_t>(t)] = 0;
   }
   access_group_.clear();
@@ -923,7 +938,7 @@ void Window::complete(const char* call) {
 void Window::wait(const char* call) {
   if (!posted_) fail(call, "argument 'win': no exposure epoch is open (ARMCI_Win_post was not called)");
   wait_counts(call, "group", "complete its access epoch", "mismatched PSCW groups", exposure_group_,
-              &Window::completed_offset, expect_);
+              own_words(completed_offset(0)), expect_);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   posted_ = false;
 }
@@ -931,7 +946,7 @@ void Window::wait(const char* call) {
 bool Window::test(const char* call) {
   if (!posted_) fail(call, "argument 'win': no exposure epoch is open (ARMCI_Win_post was not called)");
   parts_.progress.progress();
-  if (!counts_reached(exposure_group_, &Window::completed_offset, expect_)) return false;
+  if (!counts_reached(exposure_group_, own_words(completed_offset(0)), expect_)) return false;
   std::atomic_thread_fence(std::memory_order_seq_cst);
   posted_ = false;
   return true;

@@ -40,6 +40,7 @@
 // Called by: the API (src/api/windows.cpp), after argument checks.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -222,11 +223,27 @@ class Window {
   // Waits until every word reaches its count; after the timeout, fails
   // naming the first rank still missing (mismatched PSCW groups, a member
   // that skips a fence).
+  // words: this rank's array of one kind (exposed, completed, fenced), by group rank.
   void wait_counts(const char* call, const char* argument, const char* what, const char* likely_cause,
-                   const std::vector<int>& ranks,
-                   std::size_t (Window::*offset)(int) const, const std::vector<std::uint64_t>& counts);
-  bool counts_reached(const std::vector<int>& ranks, std::size_t (Window::*offset)(int) const,
-                      const std::vector<std::uint64_t>& counts) const;
+                   const std::vector<int>& ranks, const std::uint64_t* words,
+                   const std::vector<std::uint64_t>& counts);
+  static bool counts_reached(const std::vector<int>& ranks, const std::uint64_t* words,
+                             const std::vector<std::uint64_t>& counts) {
+    for (std::size_t i = 0; i < ranks.size(); ++i)
+      if (std::atomic_ref<const std::uint64_t>(words[ranks[i]]).load(std::memory_order_acquire) < counts[i])
+        return false;
+    return true;
+  }
+  const std::uint64_t* own_words(std::size_t first) const {
+    return reinterpret_cast<const std::uint64_t*>(own_block_ + first);
+  }
+  // A flag word at a member: a CPU store when it is mapped here, Sync's put otherwise.
+  void store_flag(const char* call, const Sync::Word& w, std::uint64_t value) {
+    if (w.local != nullptr) [[likely]]
+      std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(w.local)).store(value, std::memory_order_release);
+    else
+      parts_.sync.store64(call, w, value);
+  }
 
   WindowParts parts_;
   Group group_;  // a copy: the window outlives the caller's group handle

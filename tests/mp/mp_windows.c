@@ -288,6 +288,41 @@ static void pscw_ring(void) {
   free(single);
 }
 
+/* PSCW with groups made afresh every round, the partner at a distance
+ * that changes with the round: post/start keep the last group's
+ * translation while no group is freed, and a new group at a freed one's
+ * address must not reuse it (the put would go to a target outside the
+ * access epoch, or the data come from the wrong origin). */
+static void pscw_regrouped(void) {
+  enum { N = 64 };
+  unsigned char *base;
+  ARMCI_Win win;
+  MP_CHECK_INT(0, ARMCI_Win_allocate(N, 1, NULL, (void **)&base, &win));
+  memset(base, 0, N);
+  ARMCI_Barrier();
+  ARMCI_Group *single = malloc(sizeof(ARMCI_Group) * (size_t)mp_np);
+  unsigned char out[N], expect[N];
+  for (int round = 0; round < 2 * mp_np; ++round) {
+    const int shift = 1 + round % (mp_np > 1 ? mp_np - 1 : 1);
+    const int to = (mp_me + shift) % mp_np, from = (mp_me + mp_np - shift % mp_np) % mp_np;
+    for (int r = 0; r < mp_np; ++r) ARMCI_Group_create(1, &r, &single[r]);
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      MP_CHECK_INT(0, ARMCI_Win_post(&single[from], 0, win));
+      MP_CHECK_INT(0, ARMCI_Win_start(&single[to], 0, win));
+      mp_fill_pattern(out, N, mp_me + 7 * round + epoch, to, 0);
+      MP_CHECK_INT(0, ARMCI_Win_put(out, N, to, 0, win));
+      MP_CHECK_INT(0, ARMCI_Win_complete(win));
+      MP_CHECK_INT(0, ARMCI_Win_wait(win));
+      mp_fill_pattern(expect, N, from + 7 * round + epoch, mp_me, 0);
+      MP_CHECK_BYTES(expect, base, N, "PSCW with regrouped partners: data from the origin at this round's distance");
+    }
+    for (int r = 0; r < mp_np; ++r) ARMCI_Group_free(&single[r]);
+  }
+  free(single);
+  ARMCI_Barrier();
+  MP_CHECK_INT(0, ARMCI_Win_free(&win));
+}
+
 /* A window over the ranks in reverse order: window rank w is world rank
  * np-1-w. Each rank writes its world rank into slot (its window rank) at
  * window rank 0 (world rank np-1) under an exclusive lock. */
@@ -489,6 +524,8 @@ int main(int argc, char **argv) {
   fence_gets();
   mp_set_where("pscw_ring");
   pscw_ring();
+  mp_set_where("pscw_regrouped");
+  pscw_regrouped();
   mp_set_where("reversed_group");
   reversed_group();
   mp_set_where("fence_noprecede");
