@@ -489,6 +489,7 @@ class VerbsNetwork final : public Network {
            (!read || p.rd_inflight < p.rd_limit);
   }
   int post(Peer& p, ibv_send_wr& wr, Op* op, OpKind kind, bool read);
+  int post_atomic(Peer& p, Op& op);
   void finish(Op& op) noexcept;
   void fail_now(Completion& c, int code) {
     c.pending.fetch_add(1, std::memory_order_relaxed);

@@ -133,7 +133,8 @@ std::uint64_t Sync::network_fetch_add(const char* call, const Word& w, std::uint
   completions_.order_after_puts(w.proc, false);
   std::uint64_t old = 0;
   platform::Completion done;
-  progress_.with_network([&](platform::Network& net) { net.fetch_add(w.proc, w.address, w.key, value, &old, done); });
+  progress_.with_network_then_progress(
+      [&](platform::Network& net) { net.fetch_add(w.proc, w.address, w.key, value, &old, done); });
   completions_.wait(call, done);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   remember(w, old + value);
@@ -145,7 +146,7 @@ std::uint64_t Sync::network_compare_swap(const char* call, const Word& w, std::u
   completions_.order_after_puts(w.proc, false);
   std::uint64_t old = 0;
   platform::Completion done;
-  progress_.with_network([&](platform::Network& net) {
+  progress_.with_network_then_progress([&](platform::Network& net) {
     net.compare_swap(w.proc, w.address, w.key, expected, desired, &old, done);
   });
   completions_.wait(call, done);

@@ -87,6 +87,22 @@ class Progress {
     std::lock_guard guard(mutex_);
     return f(*network_);
   }
+  // with_network(f), then one round of the layer's progress under the same
+  // lock: for a blocking operation whose completion may already be there
+  // when the post returns (a software device runs the whole exchange in the
+  // poster's system call, rdma_rxe's atomics), so that its wait finds it
+  // done without another round through the lock.
+  template <typename F>
+  void with_network_then_progress(F&& f) {
+    application_progress_.fetch_add(1, std::memory_order_relaxed);
+    {
+      std::lock_guard guard(mutex_);
+      f(*network_);
+      network_->progress();
+      advance_background();
+    }
+    wake_helper_for_background();
+  }
   // The layer itself, for code that already holds the mutex: message
   // handlers and background work (they run inside progress()).
   platform::Network& network_locked() { return *network_; }
