@@ -73,7 +73,7 @@ armci::WindowParts parts_of(armci::Runtime& r) {
                             r.vector_messages(), r.settings().win_sync_timeout_s,
                             r.settings().win_reorder, r.settings().aggregate_piece_max,
                             r.settings().win_lock_migrate, r.settings().win_lock_migrate_after,
-                            r.settings().verbose};
+                            r.settings().verbose,        r.settings().win_fence};
 }
 
 int make_window(const char* call, void* base, std::size_t bytes, int disp_unit, ARMCI_Group* group, ARMCI_Win* win,

@@ -165,7 +165,8 @@ void Runtime::start_up() {
       settings_.shm_fallback);
   set_peer_death_hook([this](int dead) { memory_->forget_rank(dead); });
   completions_ = std::make_unique<Completions>(*peers_, *memory_, *progress_, *messages_, settings_);
-  vector_messages_ = std::make_unique<VectorMessages>(*progress_, *messages_, *memory_, *completions_, settings_);
+  vector_messages_ = std::make_unique<VectorMessages>(*progress_, *messages_, *memory_, *completions_, settings_,
+                                                      size);
   completions_->set_send_batches(
       [this](VectorBatches& batches, platform::Completion& c) { vector_messages_->send_all(batches, c); });
   pipeline_ = std::make_unique<Pipeline>(*progress_, settings_);

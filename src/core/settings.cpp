@@ -132,6 +132,11 @@ const Entry kEntries[] = {
                                     {WinReorder::none, WinReorder::gets_first, WinReorder::combine});
      },
      [](const Settings& s) -> std::string { return to_string(s.win_reorder); }},
+    {"ARMCI_WIN_FENCE",
+     [](Settings& s, const char* n, const char* text) {
+       s.win_fence = parse_choice(n, text, {"immediate", "deferred"}, {WinFence::immediate, WinFence::deferred});
+     },
+     [](const Settings& s) -> std::string { return to_string(s.win_fence); }},
     {"ARMCI_WIN_LOCK_MIGRATE",
      [](Settings& s, const char* n, const char* text) {
        if (!std::strncmp(text, "after:", 6)) {
@@ -258,6 +263,14 @@ const char* to_string(WinReorder reorder) {
     case WinReorder::none: return "none";
     case WinReorder::gets_first: return "gets-first";
     case WinReorder::combine: return "combine";
+  }
+  return "?";
+}
+
+const char* to_string(WinFence fence) {
+  switch (fence) {
+    case WinFence::immediate: return "immediate";
+    case WinFence::deferred: return "deferred";
   }
   return "?";
 }

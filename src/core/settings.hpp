@@ -27,6 +27,12 @@ enum class ProtocolChoice { automatic, direct, buffered, host };
 // closing synchronisation behind the epoch's gets, or also combine the
 // small ones to a target into one vector message.
 enum class WinReorder { none, gets_first, combine };
+// ARMCI_WIN_FENCE: how a window's fence epoch moves its operations
+// (src/windows/window.hpp): issued at once and counted by arrival flags
+// (immediate), or held until the closing fence, which sends them as
+// messages the targets apply and counts them with a reduction (deferred,
+// the two-sided design kept for comparison).
+enum class WinFence { immediate, deferred };
 // ARMCI_WIN_LOCK_MIGRATE: whether a window's lock that spans the network
 // moves to CPU atomics for its node neighbours (src/windows/window.cpp):
 // never (pinned: network atomics for every locker), at once, or after N
@@ -74,6 +80,7 @@ struct Settings {
   bool return_on_peer_failure = false;              // ARMCI_ON_PEER_FAILURE=return (abort: false)
   long win_sync_timeout_s = 60;                      // ARMCI_WIN_SYNC_TIMEOUT: PSCW waits (0: none)
   WinReorder win_reorder = WinReorder::none;         // ARMCI_WIN_REORDER
+  WinFence win_fence = WinFence::immediate;          // ARMCI_WIN_FENCE
   WinLockMigrate win_lock_migrate = WinLockMigrate::pinned;  // ARMCI_WIN_LOCK_MIGRATE
   unsigned win_lock_migrate_after = 1;                // its N (after:N; always is 1)
   // ARMCI_HEARTBEAT_MS (0: off), ARMCI_HEARTBEAT_TIMEOUT_MS: between hosts
@@ -105,5 +112,6 @@ const char* to_string(NetworkChoice choice);
 const char* to_string(HelperMode mode);
 const char* to_string(ProtocolChoice choice);
 const char* to_string(WinReorder reorder);
+const char* to_string(WinFence fence);
 
 }  // namespace armci

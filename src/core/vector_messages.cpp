@@ -36,11 +36,13 @@ struct VectorMessages::OutgoingAnswer {
 };
 
 VectorMessages::VectorMessages(Progress& progress, Messages& messages, const Memory& memory,
-                               Completions& completions, const Settings& settings)
+                               Completions& completions, const Settings& settings, int size)
     : progress_(progress),
       messages_(messages),
       memory_(memory),
       completions_(completions),
+      writes_sent_(std::make_unique<std::atomic<std::uint64_t>[]>(static_cast<std::size_t>(size))),
+      writes_applied_(std::make_unique<std::atomic<std::uint64_t>[]>(static_cast<std::size_t>(size))),
       find_own_([this](std::uintptr_t address, std::size_t bytes) { return memory_.find_own(address, bytes); }) {
   if (progress_.has_network()) {
     const std::size_t room = progress_.capabilities().max_message;
@@ -137,6 +139,7 @@ void VectorMessages::send(VectorBatch& batch, platform::Completion& completion) 
     header.token = reinterpret_cast<std::uintptr_t>(sent);
     kind = batch.op == Op::acc ? acc_kind_ : put_kind_;
     payload = sent->payload;
+    writes_sent_[static_cast<std::size_t>(proc)].fetch_add(1, std::memory_order_relaxed);
   }
   progress_.with_network([&](platform::Network& net) {
     if (kind == get_kind_)
@@ -170,6 +173,7 @@ void VectorMessages::handle_put_or_acc(int source, bool is_acc, std::span<const 
     else if (piece.length != 0)
       std::memcpy(piece.at, piece.data.data(), piece.length);
   });
+  writes_applied_[static_cast<std::size_t>(source)].fetch_add(1, std::memory_order_release);
   messages_.send_ack(source, is_acc ? acc_kind_ : put_kind_, message.token);
 }
 

@@ -10,6 +10,7 @@
 // batches leave before it is waited for), the runtime at shutdown.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -54,7 +55,7 @@ class VectorMessages {
  public:
   // Registers its message kinds (collective in effect: at start-up).
   VectorMessages(Progress& progress, Messages& messages, const Memory& memory, Completions& completions,
-                 const Settings& settings);
+                 const Settings& settings, int size);
   ~VectorMessages();
 
   // Adds [local, local + bytes) <-> remote of proc to the batch for (op,
@@ -65,6 +66,16 @@ class VectorMessages {
   void send_all(VectorBatches& batches, platform::Completion& completion);
   // Bytes of one message.
   std::size_t message_bytes() const { return batch_limit_; }
+  // Put and acc messages sent to proc, and applied here from proc, since
+  // start-up: a window's deferred fence (ARMCI_WIN_FENCE) sums the first
+  // over its members and waits until the second reaches that sum, which
+  // needs no ack on the way back.
+  std::uint64_t writes_sent(int proc) const {
+    return writes_sent_[static_cast<std::size_t>(proc)].load(std::memory_order_relaxed);
+  }
+  std::uint64_t writes_applied(int proc) const {
+    return writes_applied_[static_cast<std::size_t>(proc)].load(std::memory_order_acquire);
+  }
 
  private:
   struct OutgoingAnswer;
@@ -83,6 +94,8 @@ class VectorMessages {
   std::function<const Region*(std::uintptr_t, std::size_t)> find_own_;
   // Vector gets sent and not answered: token -> peer (network mutex).
   std::unordered_map<std::uint64_t, int> awaited_;
+  // Per rank (a helper that sends offloaded transfers counts too).
+  std::unique_ptr<std::atomic<std::uint64_t>[]> writes_sent_, writes_applied_;
   // Answers to vector gets, kept until the network has sent them.
   std::deque<std::unique_ptr<OutgoingAnswer>> answers_;
 };

@@ -223,7 +223,10 @@ void Window::free(const char* call) {
     fail(call, "argument 'win': this rank still holds a lock on the window (unlock it first)");
   if (!access_group_.empty()) fail(call, "argument 'win': an access epoch (ARMCI_Win_start) is still open");
   if (posted_) fail(call, "argument 'win': an exposure epoch (ARMCI_Win_post) is still open");
-  close_all_queues(call);  // a fence epoch left open: its writes still land
+  send_all_held(call);     // a fence epoch left open: its writes still land
+  close_all_queues(call);
+  parts_.completions.wait(call, held_writes_);
+  parts_.completions.wait(call, held_gets_);
   parts_.completions.all_fence();
   const Memory::Members members = parts_.groups.allocation_members(group_);
   if (allocated_any_) {
@@ -284,6 +287,8 @@ void Window::contiguous(const char* call, Op op, const AccArgs* acc, const void*
     await_arrival(call, rank);
   const std::uintptr_t remote = target_address(call, rank, disp, bytes);
   if (bytes == 0) return;
+  if (hold_ops_) [[unlikely]]
+    if (hold(call, op, acc, local, bytes, rank, remote)) return;
   const auto t = static_cast<std::size_t>(rank);
   if (op != Op::acc && mapped_[t] != nullptr && (op == Op::get || parts_.reorder == WinReorder::none)) [[likely]] {
     // A node neighbour (or self): the copy Transfers would make, without
@@ -347,6 +352,13 @@ void Window::strided(const char* call, Op op, const AccArgs* acc, void* local, c
   if (acc != nullptr && shape.piece_bytes % static_cast<std::int64_t>(acc_element_size(acc->datatype)) != 0)
     fail(call, "argument 'count' (count[0] = %lld bytes) is not a whole number of %zu-byte elements",
          static_cast<long long>(shape.piece_bytes), acc_element_size(acc->datatype));
+  if (hold_ops_ && !held_.empty() && !held_[static_cast<std::size_t>(rank)].empty()) [[unlikely]] {
+    // Not held either: what was held for this target is applied first, in
+    // program order.
+    send_held(call, rank);
+    parts_.completions.wait(call, held_writes_);
+    parts_.completions.wait(call, held_gets_);
+  }
   if (!get) {
     // Not queued (the caller's stride arrays are not ours to keep), but
     // after the writes queued before it, as in program order.
@@ -795,6 +807,10 @@ void Window::fence(const char* call, int assert) {
     fail(call, "argument 'win': a passive-target epoch (ARMCI_Win_lock) is open; unlock first");
   if (!access_group_.empty() || posted_)
     fail(call, "argument 'win': a PSCW epoch (ARMCI_Win_start or _post) is open; close it first");
+  if (parts_.fence == WinFence::deferred) [[unlikely]] {
+    fence_deferred(call, assert);
+    return;
+  }
   // NOPRECEDE and NOSUCCEED together: nothing before and nothing after, so
   // no other rank can be affected by when this one passes.
   // Even under NOPRECEDE: a queued write is never dropped.
@@ -833,6 +849,117 @@ void Window::fence(const char* call, int assert) {
               own_words(fenced_offset(0)), counts_);
   // The members' writes into this window, announced by their flags, are
   // seen by what the application reads next.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+// ------------------------------------------------------------------ deferred fence
+
+// A contiguous operation of a fence epoch, kept for the closing fence;
+// false for a target in a lock or PSCW epoch, which keep their own rules.
+bool Window::hold(const char* call, Op op, const AccArgs* acc, const void* local, std::size_t bytes, int rank,
+                  std::uintptr_t remote) {
+  const auto t = static_cast<std::size_t>(rank);
+  if (locks_[t] != WinLock::none || lock_all_ || started_[t]) return false;
+  if (held_.empty()) held_.resize(static_cast<std::size_t>(size()));
+  std::vector<Deferred>& list = held_[t];
+  list.push_back(Deferred{op, acc != nullptr, acc != nullptr ? *acc : AccArgs{}, local, bytes, remote});
+  // Bounded, as the reordering queue is: a long epoch does not grow memory.
+  constexpr std::size_t kMaxHeld = 1024;
+  if (list.size() >= kMaxHeld) send_held(call, rank);
+  return true;
+}
+
+void Window::send_held(const char* call, int rank) {
+  if (held_.empty()) return;
+  std::vector<Deferred>& list = held_[static_cast<std::size_t>(rank)];
+  if (list.empty()) return;
+  const int proc = world(rank);
+  if (rank == group_.my_rank || !parts_.peers.reached_by_network(proc) || !parts_.progress.has_network()) {
+    // No message reaches a node neighbour: the origin applies them now, as
+    // the immediate design would have when they were called.
+    platform::Completion& done = parts_.completions.implicit(proc);
+    for (const Deferred& d : list) {
+      const Call c{call, d.op, Mode::nonblocking, proc, d.has_acc ? &d.acc : nullptr, done, nullptr};
+      auto* remote = reinterpret_cast<void*>(d.remote);
+      if (d.op == Op::get)
+        parts_.transfers.contiguous(c, remote, const_cast<void*>(d.src), d.bytes);
+      else
+        parts_.transfers.contiguous(c, d.src, remote, d.bytes);
+      parts_.completions.limit_implicit(proc);
+    }
+    note_issued(rank);
+    list.clear();
+    return;
+  }
+  const Deferred* previous = nullptr;
+  for (const Deferred& d : list) {
+    const auto* local = static_cast<const std::byte*>(d.src);
+    if (d.op == Op::get) {
+      parts_.vector_messages.add(d.op, nullptr, local, d.remote, d.bytes, proc, held_gets_, held_get_batches_);
+      continue;
+    }
+    // Writes of two kinds (a put and an acc, accs of two ops or types)
+    // travel in different messages, whose order the target need not keep:
+    // the earlier kind is applied before the next leaves.
+    const bool same_kind = previous != nullptr && previous->op == d.op && previous->has_acc == d.has_acc &&
+                           (!d.has_acc || (previous->acc.datatype == d.acc.datatype &&
+                                           !std::memcmp(&previous->acc.scale, &d.acc.scale, sizeof d.acc.scale)));
+    if (previous != nullptr && !same_kind) {
+      parts_.vector_messages.send_all(held_batches_, held_writes_);
+      parts_.completions.wait(call, held_writes_);
+    }
+    parts_.vector_messages.add(d.op, d.has_acc ? &d.acc : nullptr, local, d.remote, d.bytes, proc, held_writes_,
+                               held_batches_);
+    previous = &d;
+  }
+  parts_.vector_messages.send_all(held_batches_, held_writes_);
+  parts_.vector_messages.send_all(held_get_batches_, held_gets_);
+  list.clear();
+}
+
+void Window::send_all_held(const char* call) {
+  for (int r = 0; r < size() && !held_.empty(); ++r) send_held(call, r);
+}
+
+// The closing fence sends what the epoch held, then one reduction of every
+// member's count of messages sent to each target (since start-up: a count
+// never goes back, and other windows' or handles' messages count on both
+// sides alike), then each member waits until it applied that many from the
+// members, then the barrier. The origin never waits for an ack of its writes.
+void Window::fence_deferred(const char* call, int assert) {
+  send_all_held(call);  // under NOPRECEDE too: a held write is never dropped
+  close_all_queues(call);
+  const bool nothing_around = (assert & kNoPrecede) && (assert & kNoSucceed);
+  // Gets' data is in place when the fence returns; what went directly (a
+  // node neighbour's copies, strided operations) is complete at its target.
+  parts_.completions.wait(call, held_gets_);
+  finish_all_ops(call);
+  if (assert & kNoPrecede) {
+    // Erroneous writes under NOPRECEDE are not counted by the members: they land before the barrier.
+    parts_.completions.wait(call, held_writes_);
+  } else {
+    const int n = size();
+    counts_.resize(static_cast<std::size_t>(n));
+    for (int r = 0; r < n; ++r) counts_[static_cast<std::size_t>(r)] = parts_.vector_messages.writes_sent(world(r));
+    parts_.collectives.allreduce(group_.team(), counts_.data(), counts_.size(), sizeof(std::uint64_t),
+                                 [](void* into, const void* from, std::size_t count) {
+                                   auto* a = static_cast<std::uint64_t*>(into);
+                                   const auto* b = static_cast<const std::uint64_t*>(from);
+                                   for (std::size_t i = 0; i < count; ++i) a[i] += b[i];
+                                 });
+    const std::uint64_t expected = counts_[static_cast<std::size_t>(group_.my_rank)];
+    // No member sends more before the barrier, so the sum reaching the
+    // count means every member's messages were applied.
+    auto applied = [&] {
+      std::uint64_t sum = 0;
+      for (int o = 0; o < n; ++o) sum += parts_.vector_messages.writes_applied(world(o));
+      return sum >= expected;
+    };
+    if (!applied()) parts_.progress.until(applied);
+  }
+  fence_open_ = hold_ops_ = !(assert & kNoSucceed);
+  if (nothing_around) return;
+  parts_.collectives.barrier(group_.team());
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 

@@ -36,6 +36,16 @@
 // acc, two acc ops or types, a small combined piece against a large direct
 // one, strided against contiguous) first completes them.
 //
+// Deferred fence (ARMCI_WIN_FENCE=deferred, the two-sided design kept for
+// comparison with the immediate one): while a fence epoch is open, the
+// contiguous operations (gets too) wait in their target's held list; the
+// closing fence sends them to network targets as vector messages that the
+// target applies (or answers), and a reduction of every member's count of
+// such messages tells each target how many it must have applied before
+// the barrier. Node neighbours have no messages in the layer: their held
+// operations are copies the origin makes at the fence. Strided operations
+// are issued at once, after the target's held ones are in place.
+//
 // Owns: its control allocation and (allocate) its memory.
 // Called by: the API (src/api/windows.cpp), after argument checks.
 #pragma once
@@ -73,6 +83,7 @@ struct WindowParts {
   WinLockMigrate lock_migrate = WinLockMigrate::pinned;  // ARMCI_WIN_LOCK_MIGRATE
   unsigned lock_migrate_after = 1;
   int verbose = 0;  // ARMCI_VERBOSE: the lock counters are printed at free
+  WinFence fence = WinFence::immediate;  // ARMCI_WIN_FENCE
 };
 
 enum class WinLock : std::uint8_t { none, shared, exclusive, nocheck };
@@ -194,6 +205,13 @@ class Window {
   }
   void forget_span(int rank) { queues_[static_cast<std::size_t>(rank)].spans.clear(); }
 
+  // Deferred fence (see the top).
+  bool hold(const char* call, Op op, const AccArgs* acc, const void* local, std::size_t bytes, int rank,
+            std::uintptr_t remote);
+  void send_held(const char* call, int rank);
+  void send_all_held(const char* call);
+  void fence_deferred(const char* call, int assert);
+
   void acquire(const char* call, int rank, bool exclusive);
   void release(const char* call, int rank, WinLock held);
   // Hybrid locks (window.cpp): one try on the word of one kind; returns
@@ -288,6 +306,13 @@ class Window {
   bool lock_all_ = false;
   bool lock_all_nocheck_ = false;
   bool fence_open_ = false;
+  // Deferred fence: a fence epoch is open, its operations are held.
+  bool hold_ops_ = false;
+  std::vector<std::vector<Deferred>> held_;  // per target
+  VectorBatches held_batches_, held_get_batches_;
+  // The acks of held writes sent (waited for only where order needs them
+  // and at free) and the answers to held gets (waited for at the fence).
+  platform::Completion held_writes_, held_gets_;
   // A fence under NOPRECEDE completes nothing, so it does not wait for the
   // members: an operation after it, in any epoch, first waits for its
   // target's arrival (its flag), and the next fence for every member's.

@@ -1,12 +1,17 @@
 /* mp_win_reorder MODE: reordering inside window epochs (ARMCI_WIN_REORDER,
- * set to MODE here before ARMCI_Init: none, gets-first or combine). Every
+ * set to MODE here before ARMCI_Init: none, gets-first or combine), or the
+ * deferred fence (MODE fence-deferred: ARMCI_WIN_FENCE=deferred, no
+ * reordering), which holds a fence epoch's operations until it closes. Every
  * closing synchronisation must issue and complete what its epoch queued:
  *  - lock/unlock: K small puts to this origin's own slots at each target and
  *    K gets of the target's constant block, per target (exact values; a
  *    queue an unlock forgot shows as an untouched slot);
  *  - lock_all + flush(t) / flush_all: after the flush and a barrier the
  *    target reads the puts while the origin still holds the lock;
- *  - fence: small puts to both neighbours, SUM accs to rank 0, gets;
+ *  - fence: small puts to both neighbours, SUM accs to rank 0, gets; in
+ *    another epoch put, SUM, PROD on one word, a large put (several
+ *    messages) and a strided SUM over held contiguous SUMs, each checked by
+ *    its target right after the closing fence;
  *  - PSCW: small puts to the right neighbour closed by complete;
  *  - one origin's overlapping writes of different kinds keep program order:
  *    put, SUM, PROD, REPLACE on one slot; a small put over a large put and
@@ -137,6 +142,59 @@ static void fences(void) {
   }
   MP_CHECK_INT(0, ARMCI_Win_fence(ARMCI_WIN_MODE_NOSUCCEED, win));
   ARMCI_Barrier();
+}
+
+/* Writes of several kinds and paths to the right neighbour in fence epochs,
+ * each checked by the target after the fence that closes it (not after a
+ * barrier: the fence alone must have applied them). */
+static void fence_kinds(void) {
+  enum { ROWS = 4, COLS = 8, LD = 16 };
+  const int right = (mp_me + 1) % mp_np, left = (mp_me + mp_np - 1) % mp_np;
+  const size_t words = BIG / sizeof(long), mine = (size_t)mp_me * BIG;
+  long *big = malloc(BIG), *bigwin;
+  ARMCI_Win w2;
+  MP_CHECK_INT(0, ARMCI_Win_allocate(BIG * (size_t)mp_np, 1, NULL, (void **)&bigwin, &w2));
+  for (size_t i = 0; i < words * (size_t)mp_np; ++i) bigwin[i] = 0;
+  const long *at = bigwin + (size_t)left * words;
+  MP_CHECK_INT(0, ARMCI_Win_fence(0, w2));
+  for (int round = 1; round <= 10; ++round) {
+    long x = 3 + round, y = 4, z = 5;
+    for (size_t i = 0; i < words; ++i) big[i] = 1000L * round + (long)i;
+    /* word 0: put x, SUM y, PROD z: (x + y) * z; words 2..: one large put. */
+    MP_CHECK_INT(0, ARMCI_Win_put(&x, sizeof x, right, mine, w2));
+    MP_CHECK_INT(0, ARMCI_Win_acc(ARMCI_ACC_LNG, ARMCI_WIN_SUM, &y, sizeof y, right, mine, w2));
+    MP_CHECK_INT(0, ARMCI_Win_acc(ARMCI_ACC_LNG, ARMCI_WIN_PROD, &z, sizeof z, right, mine, w2));
+    MP_CHECK_INT(0, ARMCI_Win_put(big + 2, BIG - 16, right, mine + 16, w2));
+    MP_CHECK_INT(0, ARMCI_Win_fence(0, w2));
+    MP_CHECK(at[0] == (3 + round + 4) * 5, "fence: put, SUM, PROD: %ld, expected %ld", at[0], (3L + round + 4) * 5);
+    for (size_t i = 2; i < words; ++i)
+      MP_CHECK(at[i] == 1000L * round + (long)i, "fence: large put: word %zu is %ld, expected %ld", i, at[i],
+               1000L * round + (long)i);
+    MP_CHECK_INT(0, ARMCI_Win_fence(0, w2));
+  }
+  /* Contiguous SUMs held, a strided SUM over them, contiguous SUMs again:
+   * each element summed 1 + 2 + 4, zero between the rows. */
+  int ones[ROWS * COLS], twos[ROWS][COLS], fours[ROWS * COLS];
+  for (int i = 0; i < ROWS * COLS; ++i) ones[i] = 1, fours[i] = 4, twos[i / COLS][i % COLS] = 2;
+  for (size_t i = 0; i < words * (size_t)mp_np; ++i) bigwin[i] = 0;
+  MP_CHECK_INT(0, ARMCI_Win_fence(0, w2));
+  int local_stride[1] = {COLS * (int)sizeof(int)}, remote_stride[1] = {LD * (int)sizeof(int)};
+  int count[2] = {COLS * (int)sizeof(int), ROWS};
+  for (int r = 0; r < ROWS; ++r)
+    MP_CHECK_INT(0, ARMCI_Win_acc(ARMCI_ACC_INT, ARMCI_WIN_SUM, ones + r * COLS, COLS * sizeof(int), right,
+                                  mine + (size_t)r * LD * sizeof(int), w2));
+  MP_CHECK_INT(0, ARMCI_Win_accs(ARMCI_ACC_INT, ARMCI_WIN_SUM, twos, local_stride, remote_stride, count, 1, right,
+                                 mine, w2));
+  for (int r = 0; r < ROWS; ++r)
+    MP_CHECK_INT(0, ARMCI_Win_acc(ARMCI_ACC_INT, ARMCI_WIN_SUM, fours + r * COLS, COLS * sizeof(int), right,
+                                  mine + (size_t)r * LD * sizeof(int), w2));
+  MP_CHECK_INT(0, ARMCI_Win_fence(ARMCI_WIN_MODE_NOSUCCEED, w2));
+  const int *cells = (const int *)at;
+  for (int r = 0; r < ROWS; ++r)
+    for (int c = 0; c < LD; ++c) MP_CHECK_INT(c < COLS ? 7 : 0, cells[r * LD + c]);
+  ARMCI_Barrier();
+  MP_CHECK_INT(0, ARMCI_Win_free(&w2));
+  free(big);
 }
 
 static void pscw(void) {
@@ -287,10 +345,13 @@ static void many(void) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: mp_win_reorder none|gets-first|combine\n");
+    fprintf(stderr, "usage: mp_win_reorder none|gets-first|combine|fence-deferred\n");
     return 2;
   }
-  setenv("ARMCI_WIN_REORDER", argv[1], 1);
+  if (strcmp(argv[1], "fence-deferred") == 0)
+    setenv("ARMCI_WIN_FENCE", "deferred", 1);
+  else
+    setenv("ARMCI_WIN_REORDER", argv[1], 1);
   mp_init(&argc, &argv);
   MP_CHECK_INT(0, ARMCI_Win_allocate(sizeof(long) * (size_t)(mp_np + 1) * K, sizeof(long), NULL, (void **)&win_base,
                                      &win));
@@ -300,6 +361,8 @@ int main(int argc, char **argv) {
   flushes();
   mp_set_where("fences (%s)", argv[1]);
   fences();
+  mp_set_where("fence_kinds (%s)", argv[1]);
+  fence_kinds();
   mp_set_where("pscw (%s)", argv[1]);
   pscw();
   MP_CHECK_INT(0, ARMCI_Win_free(&win));

@@ -22,10 +22,13 @@
  *  - a window over a subgroup (reversed ranks: group ranks are translated)
  *    and over the even ranks (locks and a fence over the subgroup), two
  *    windows locked at once, strided puts/gets/accs, ARMCI_Win_create over
- *    ARMCI_Malloc memory. */
+ *    ARMCI_Malloc memory.
+ * With the argument fence-deferred, all of it under ARMCI_WIN_FENCE=deferred
+ * (set here before ARMCI_Init). */
 #include "mp_common.h"
 
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "armci_win.h"
@@ -509,6 +512,13 @@ static void subgroup_and_two_windows(void) {
 }
 
 int main(int argc, char **argv) {
+  if (argc > 1) {
+    if (strcmp(argv[1], "fence-deferred") != 0) {
+      fprintf(stderr, "usage: mp_windows [fence-deferred]\n");
+      return 2;
+    }
+    setenv("ARMCI_WIN_FENCE", "deferred", 1);
+  }
   mp_init(&argc, &argv);
   mp_set_where("exclusive_counter");
   exclusive_counter();

@@ -113,6 +113,20 @@ TEST(SettingsDeathTest, UnknownWindowReorderingIsRefused) {
               "setting ARMCI_WIN_REORDER='gets_first' is not one of none, gets-first, combine");
 }
 
+TEST(Settings, WindowFenceDesigns) {
+  EXPECT_EQ(Settings::from_environment().win_fence, WinFence::immediate);
+  ScopedVariable mode("ARMCI_WIN_FENCE", "deferred");
+  const Settings s = Settings::from_environment();
+  EXPECT_EQ(s.win_fence, WinFence::deferred);
+  EXPECT_EQ(row(s.rows(), "ARMCI_WIN_FENCE")->value, "deferred");
+}
+
+TEST(SettingsDeathTest, UnknownWindowFenceIsRefused) {
+  ScopedVariable bad("ARMCI_WIN_FENCE", "two-sided");
+  EXPECT_EXIT(Settings::from_environment(), ::testing::ExitedWithCode(1),
+              "setting ARMCI_WIN_FENCE='two-sided' is not one of immediate, deferred");
+}
+
 TEST(Settings, WindowLockMigrationPolicies) {
   EXPECT_EQ(Settings::from_environment().win_lock_migrate, WinLockMigrate::pinned);
   EXPECT_EQ(row(Settings::from_environment().rows(), "ARMCI_WIN_LOCK_MIGRATE")->value, "pinned");
