@@ -15,7 +15,9 @@
 #   RUNS            rounds of the three modes (default 3)
 #   NPS             process counts (default "2 4")
 #   TRANSPORTS      any of shm ucx ucx-tcp (default all three)
-#   MODES           reordering modes (default "none gets-first combine")
+#   MODES           reordering modes (default "none gets-first combine"); the
+#                   mode fence-deferred is ARMCI_WIN_FENCE=deferred instead
+#                   (no reordering): the deferred fence against none
 #   CELLS           win_bench --cells (default epoch16,lock_put_unlock_x,fence_put)
 #   MPIRUN, MPIRUN_FLAGS, RESULTS_DIR, NO_MAKE: as benchmarks/compare_win.sh
 # Output: a table of the median over the runs of each run's median (and the
@@ -38,6 +40,9 @@ transport_env() {
     *) echo "compare_win_reorder: unknown transport '$1'" >&2; exit 2 ;;
   esac
 }
+mode_env() {
+  if [ "$1" = fence-deferred ]; then echo "ARMCI_WIN_FENCE=deferred"; else echo "ARMCI_WIN_REORDER=$1"; fi
+}
 
 for n in ${NPS:-2 4}; do
   np=$n
@@ -45,7 +50,7 @@ for n in ${NPS:-2 4}; do
     for ((round = 0; round < rounds; round++)); do
       for ((k = 0; k < ${#modes[@]}; k++)); do
         m=${modes[$(((k + round) % ${#modes[@]}))]}
-        bench_run "winreo.$t.np$n.$m.r$round" "$b/win_bench" "$(transport_env "$t") ARMCI_WIN_REORDER=$m" \
+        bench_run "winreo.$t.np$n.$m.r$round" "$b/win_bench" "$(transport_env "$t") $(mode_env "$m")" \
           --cells "$cells" ${bench_args[@]+"${bench_args[@]}"}
       done
     done

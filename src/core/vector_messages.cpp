@@ -41,9 +41,9 @@ VectorMessages::VectorMessages(Progress& progress, Messages& messages, const Mem
       messages_(messages),
       memory_(memory),
       completions_(completions),
+      find_own_([this](std::uintptr_t address, std::size_t bytes) { return memory_.find_own(address, bytes); }),
       writes_sent_(std::make_unique<std::atomic<std::uint64_t>[]>(static_cast<std::size_t>(size))),
-      writes_applied_(std::make_unique<std::atomic<std::uint64_t>[]>(static_cast<std::size_t>(size))),
-      find_own_([this](std::uintptr_t address, std::size_t bytes) { return memory_.find_own(address, bytes); }) {
+      writes_applied_(std::make_unique<std::atomic<std::uint64_t>[]>(static_cast<std::size_t>(size))) {
   if (progress_.has_network()) {
     const std::size_t room = progress_.capabilities().max_message;
     batch_limit_ = std::min(settings.aggregate_bytes, room > 1024 ? room - 256 : 768);
