@@ -9,7 +9,7 @@
  *  - lock_all + flush(t) / flush_all: after the flush and a barrier the
  *    target reads the puts while the origin still holds the lock;
  *  - fence: small puts to both neighbours, SUM accs to rank 0, gets; in
- *    another epoch put, SUM, PROD on one word, a large put (several
+ *    another epoch put, SUM, PROD on one word, a 256 KiB put (several
  *    messages) and a strided SUM over held contiguous SUMs, each checked by
  *    its target right after the closing fence;
  *  - PSCW: small puts to the right neighbour closed by complete;
@@ -148,12 +148,14 @@ static void fences(void) {
  * each checked by the target after the fence that closes it (not after a
  * barrier: the fence alone must have applied them). */
 static void fence_kinds(void) {
-  enum { ROWS = 4, COLS = 8, LD = 16 };
+  /* Large enough for several vector messages and the network's rendezvous
+   * path, which need not arrive in order with the fence's own messages. */
+  enum { ROWS = 4, COLS = 8, LD = 16, FENCE_BIG = 256 * 1024 };
   const int right = (mp_me + 1) % mp_np, left = (mp_me + mp_np - 1) % mp_np;
-  const size_t words = BIG / sizeof(long), mine = (size_t)mp_me * BIG;
-  long *big = malloc(BIG), *bigwin;
+  const size_t words = FENCE_BIG / sizeof(long), mine = (size_t)mp_me * FENCE_BIG;
+  long *big = malloc(FENCE_BIG), *bigwin;
   ARMCI_Win w2;
-  MP_CHECK_INT(0, ARMCI_Win_allocate(BIG * (size_t)mp_np, 1, NULL, (void **)&bigwin, &w2));
+  MP_CHECK_INT(0, ARMCI_Win_allocate(FENCE_BIG * (size_t)mp_np, 1, NULL, (void **)&bigwin, &w2));
   for (size_t i = 0; i < words * (size_t)mp_np; ++i) bigwin[i] = 0;
   const long *at = bigwin + (size_t)left * words;
   MP_CHECK_INT(0, ARMCI_Win_fence(0, w2));
@@ -164,7 +166,7 @@ static void fence_kinds(void) {
     MP_CHECK_INT(0, ARMCI_Win_put(&x, sizeof x, right, mine, w2));
     MP_CHECK_INT(0, ARMCI_Win_acc(ARMCI_ACC_LNG, ARMCI_WIN_SUM, &y, sizeof y, right, mine, w2));
     MP_CHECK_INT(0, ARMCI_Win_acc(ARMCI_ACC_LNG, ARMCI_WIN_PROD, &z, sizeof z, right, mine, w2));
-    MP_CHECK_INT(0, ARMCI_Win_put(big + 2, BIG - 16, right, mine + 16, w2));
+    MP_CHECK_INT(0, ARMCI_Win_put(big + 2, FENCE_BIG - 16, right, mine + 16, w2));
     MP_CHECK_INT(0, ARMCI_Win_fence(0, w2));
     MP_CHECK(at[0] == (3 + round + 4) * 5, "fence: put, SUM, PROD: %ld, expected %ld", at[0], (3L + round + 4) * 5);
     for (size_t i = 2; i < words; ++i)
