@@ -144,13 +144,38 @@ static void fences(void) {
   ARMCI_Barrier();
 }
 
+/* Contiguous SUMs, a strided SUM over them, contiguous SUMs again, into
+ * 4 x 8 ints at rows of 16 from byte `mine` of rank `right`: each element
+ * summed 1 + 2 + 4, in whatever epoch the caller opened. */
+enum { SUM_ROWS = 4, SUM_COLS = 8, SUM_LD = 16 };
+static void sums_around_strided(int right, size_t mine, ARMCI_Win w) {
+  int ones[SUM_ROWS * SUM_COLS], twos[SUM_ROWS][SUM_COLS], fours[SUM_ROWS * SUM_COLS];
+  for (int i = 0; i < SUM_ROWS * SUM_COLS; ++i) ones[i] = 1, fours[i] = 4, twos[i / SUM_COLS][i % SUM_COLS] = 2;
+  int local_stride[1] = {SUM_COLS * (int)sizeof(int)}, remote_stride[1] = {SUM_LD * (int)sizeof(int)};
+  int count[2] = {SUM_COLS * (int)sizeof(int), SUM_ROWS};
+  for (int r = 0; r < SUM_ROWS; ++r)
+    MP_CHECK_INT(0, ARMCI_Win_acc(ARMCI_ACC_INT, ARMCI_WIN_SUM, ones + r * SUM_COLS, SUM_COLS * sizeof(int), right,
+                                  mine + (size_t)r * SUM_LD * sizeof(int), w));
+  MP_CHECK_INT(0, ARMCI_Win_accs(ARMCI_ACC_INT, ARMCI_WIN_SUM, twos, local_stride, remote_stride, count, 1, right,
+                                 mine, w));
+  for (int r = 0; r < SUM_ROWS; ++r)
+    MP_CHECK_INT(0, ARMCI_Win_acc(ARMCI_ACC_INT, ARMCI_WIN_SUM, fours + r * SUM_COLS, SUM_COLS * sizeof(int), right,
+                                  mine + (size_t)r * SUM_LD * sizeof(int), w));
+}
+
+/* What sums_around_strided left at `cells`: 7 in the rows, 0 between. */
+static void check_sums(const int *cells) {
+  for (int r = 0; r < SUM_ROWS; ++r)
+    for (int c = 0; c < SUM_LD; ++c) MP_CHECK_INT(c < SUM_COLS ? 7 : 0, cells[r * SUM_LD + c]);
+}
+
 /* Writes of several kinds and paths to the right neighbour in fence epochs,
  * each checked by the target after the fence that closes it (not after a
  * barrier: the fence alone must have applied them). */
 static void fence_kinds(void) {
   /* Large enough for several vector messages and the network's rendezvous
    * path, which need not arrive in order with the fence's own messages. */
-  enum { ROWS = 4, COLS = 8, LD = 16, FENCE_BIG = 256 * 1024 };
+  enum { FENCE_BIG = 256 * 1024 };
   const int right = (mp_me + 1) % mp_np, left = (mp_me + mp_np - 1) % mp_np;
   const size_t words = FENCE_BIG / sizeof(long), mine = (size_t)mp_me * FENCE_BIG;
   long *big = malloc(FENCE_BIG), *bigwin;
@@ -174,26 +199,12 @@ static void fence_kinds(void) {
                1000L * round + (long)i);
     MP_CHECK_INT(0, ARMCI_Win_fence(0, w2));
   }
-  /* Contiguous SUMs held, a strided SUM over them, contiguous SUMs again:
-   * each element summed 1 + 2 + 4, zero between the rows. */
-  int ones[ROWS * COLS], twos[ROWS][COLS], fours[ROWS * COLS];
-  for (int i = 0; i < ROWS * COLS; ++i) ones[i] = 1, fours[i] = 4, twos[i / COLS][i % COLS] = 2;
+  /* The sums, held around a strided one. */
   for (size_t i = 0; i < words * (size_t)mp_np; ++i) bigwin[i] = 0;
   MP_CHECK_INT(0, ARMCI_Win_fence(0, w2));
-  int local_stride[1] = {COLS * (int)sizeof(int)}, remote_stride[1] = {LD * (int)sizeof(int)};
-  int count[2] = {COLS * (int)sizeof(int), ROWS};
-  for (int r = 0; r < ROWS; ++r)
-    MP_CHECK_INT(0, ARMCI_Win_acc(ARMCI_ACC_INT, ARMCI_WIN_SUM, ones + r * COLS, COLS * sizeof(int), right,
-                                  mine + (size_t)r * LD * sizeof(int), w2));
-  MP_CHECK_INT(0, ARMCI_Win_accs(ARMCI_ACC_INT, ARMCI_WIN_SUM, twos, local_stride, remote_stride, count, 1, right,
-                                 mine, w2));
-  for (int r = 0; r < ROWS; ++r)
-    MP_CHECK_INT(0, ARMCI_Win_acc(ARMCI_ACC_INT, ARMCI_WIN_SUM, fours + r * COLS, COLS * sizeof(int), right,
-                                  mine + (size_t)r * LD * sizeof(int), w2));
+  sums_around_strided(right, mine, w2);
   MP_CHECK_INT(0, ARMCI_Win_fence(ARMCI_WIN_MODE_NOSUCCEED, w2));
-  const int *cells = (const int *)at;
-  for (int r = 0; r < ROWS; ++r)
-    for (int c = 0; c < LD; ++c) MP_CHECK_INT(c < COLS ? 7 : 0, cells[r * LD + c]);
+  check_sums((const int *)at);
   ARMCI_Barrier();
   MP_CHECK_INT(0, ARMCI_Win_free(&w2));
   free(big);
@@ -279,29 +290,15 @@ static void overlaps(void) {
   /* Contiguous SUMs queued, a strided SUM over them, contiguous SUMs again:
    * 4 x 8 ints at rows of 16, each element summed 1 + 2 + 4. */
   {
-    enum { ROWS = 4, COLS = 8, LD = 16 };
-    int ones[ROWS * COLS], twos[ROWS][COLS], fours[ROWS * COLS];
-    for (int i = 0; i < ROWS * COLS; ++i) ones[i] = 1, fours[i] = 4, twos[i / COLS][i % COLS] = 2;
     int *region = (int *)bigwin;
     ARMCI_Barrier();
     for (size_t i = 0; i < words * (size_t)mp_np; ++i) bigwin[i] = 0;
     ARMCI_Barrier();
-    int local_stride[1] = {COLS * (int)sizeof(int)}, remote_stride[1] = {LD * (int)sizeof(int)};
-    int count[2] = {COLS * (int)sizeof(int), ROWS};
     MP_CHECK_INT(0, ARMCI_Win_lock(ARMCI_WIN_LOCK_EXCLUSIVE, right, 0, w2));
-    for (int r = 0; r < ROWS; ++r)
-      MP_CHECK_INT(0, ARMCI_Win_acc(ARMCI_ACC_INT, ARMCI_WIN_SUM, ones + r * COLS, COLS * sizeof(int), right,
-                                    mine + (size_t)r * LD * sizeof(int), w2));
-    MP_CHECK_INT(0, ARMCI_Win_accs(ARMCI_ACC_INT, ARMCI_WIN_SUM, twos, local_stride, remote_stride, count, 1, right,
-                                   mine, w2));
-    for (int r = 0; r < ROWS; ++r)
-      MP_CHECK_INT(0, ARMCI_Win_acc(ARMCI_ACC_INT, ARMCI_WIN_SUM, fours + r * COLS, COLS * sizeof(int), right,
-                                    mine + (size_t)r * LD * sizeof(int), w2));
+    sums_around_strided(right, mine, w2);
     MP_CHECK_INT(0, ARMCI_Win_unlock(right, w2));
     ARMCI_Barrier();
-    const int *at = region + (size_t)left * BIG / sizeof(int);
-    for (int r = 0; r < ROWS; ++r)
-      for (int c = 0; c < LD; ++c) MP_CHECK_INT(c < COLS ? 7 : 0, at[r * LD + c]);
+    check_sums(region + (size_t)left * BIG / sizeof(int));
   }
 
   /* A get of bytes put in the same epoch: old or new, memory ends new. */
