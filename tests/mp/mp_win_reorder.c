@@ -149,7 +149,8 @@ static void fences(void) {
  * summed 1 + 2 + 4, in whatever epoch the caller opened. */
 enum { SUM_ROWS = 4, SUM_COLS = 8, SUM_LD = 16 };
 static void sums_around_strided(int right, size_t mine, ARMCI_Win w) {
-  int ones[SUM_ROWS * SUM_COLS], twos[SUM_ROWS][SUM_COLS], fours[SUM_ROWS * SUM_COLS];
+  /* Static: held or queued writes read them when the caller's epoch closes. */
+  static int ones[SUM_ROWS * SUM_COLS], twos[SUM_ROWS][SUM_COLS], fours[SUM_ROWS * SUM_COLS];
   for (int i = 0; i < SUM_ROWS * SUM_COLS; ++i) ones[i] = 1, fours[i] = 4, twos[i / SUM_COLS][i % SUM_COLS] = 2;
   int local_stride[1] = {SUM_COLS * (int)sizeof(int)}, remote_stride[1] = {SUM_LD * (int)sizeof(int)};
   int count[2] = {SUM_COLS * (int)sizeof(int), SUM_ROWS};
