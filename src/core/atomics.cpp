@@ -155,11 +155,7 @@ std::uint64_t Sync::network_compare_swap(const char* call, const Word& w, std::u
   return old;
 }
 
-void Sync::store64(const char* call, const Word& w, std::uint64_t value) {
-  if (w.local != nullptr) {
-    atomic_at<std::uint64_t>(w.local).store(value, std::memory_order_release);
-    return;
-  }
+void Sync::store64_network(const char* call, const Word& w, std::uint64_t value) {
   std::uint64_t source = value;  // lives until the put completes locally
   platform::LocalSegment segment{&source, sizeof source};
   platform::Completion sent;

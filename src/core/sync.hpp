@@ -15,6 +15,7 @@
 // by a store where this process maps the target and by a put otherwise.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -116,7 +117,16 @@ class Sync : private protocols::NetworkWords {
   // writes 8 bytes with two stores of the same value, so a writer
   // descheduled between them writes the word again later. Words that
   // another rank writes too (queue-lock nodes) take handover64 instead.
-  void store64(const char* call, const Word& w, std::uint64_t value);
+  // Inline where the word is mapped here: fence and PSCW flags are stored
+  // once per epoch per member, and the call cost a tenth of the epoch.
+  void store64(const char* call, const Word& w, std::uint64_t value) {
+    if (w.local != nullptr) [[likely]] {
+      std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(w.local)).store(value, std::memory_order_release);
+      return;
+    }
+    store64_network(call, w, value);
+  }
+  void store64_network(const char* call, const Word& w, std::uint64_t value);
 
   // A claim on a word that only the CPUs of its rank's node change (a
   // window's CPU lock word), made by a rank off that node, which cannot

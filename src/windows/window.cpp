@@ -830,7 +830,7 @@ void Window::fence(const char* call, int assert) {
   const bool ops_before = !(assert & kNoPrecede);
   for (int t : others_) {
     if (ops_before) order_ops_before_next(call, t);
-    store_flag(call, fenced_words_[static_cast<std::size_t>(t)], epoch);
+    parts_.sync.store64(call, fenced_words_[static_cast<std::size_t>(t)], epoch);
   }
   if (ops_before) finish_ops(call, group_.my_rank);
   any_issued_ = false;
@@ -981,7 +981,7 @@ void Window::post(const char* call, const std::vector<int>& origins, int assert)
   for (int o : origins) {
     const std::uint64_t count = ++posts_[static_cast<std::size_t>(o)];
     expect_.push_back(count);
-    store_flag(call, exposed_words_[static_cast<std::size_t>(o)], count);
+    parts_.sync.store64(call, exposed_words_[static_cast<std::size_t>(o)], count);
   }
   exposure_group_ = origins;
   posted_ = true;
@@ -1056,7 +1056,7 @@ void Window::complete(const char* call) {
     close_queue(call, t);
     // Ordered after the operations: the count cannot overtake what it announces.
     order_ops_before_next(call, t);
-    store_flag(call, completed_words_[static_cast<std::size_t>(t)], ++completes_[static_cast<std::size_t>(t)]);
+    parts_.sync.store64(call, completed_words_[static_cast<std::size_t>(t)], ++completes_[static_cast<std::size_t>(t)]);
     started_[static_cast<std::size_t>(t)] = 0;
   }
   access_group_.clear();

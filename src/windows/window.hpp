@@ -255,13 +255,6 @@ class Window {
   const std::uint64_t* own_words(std::size_t first) const {
     return reinterpret_cast<const std::uint64_t*>(own_block_ + first);
   }
-  // A flag word at a member: a CPU store when it is mapped here, Sync's put otherwise.
-  void store_flag(const char* call, const Sync::Word& w, std::uint64_t value) {
-    if (w.local != nullptr) [[likely]]
-      std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(w.local)).store(value, std::memory_order_release);
-    else
-      parts_.sync.store64(call, w, value);
-  }
 
   WindowParts parts_;
   Group group_;  // a copy: the window outlives the caller's group handle
