@@ -110,7 +110,7 @@ Collectives::Collectives(const Peers& peers, Memory& memory, Progress& progress,
     for (std::size_t i = 0; i < members.size(); ++i) node_index_[static_cast<std::size_t>(members[i])] = static_cast<int>(i);
   }
   node_slots_ = static_cast<int>(peers_.node_members(peers_.node_of(peers_.rank())).size());
-  cores_shared_ = node_slots_ > sysconf(_SC_NPROCESSORS_ONLN);
+  cores_shared_ = peers_.cores_shared_on_host();
   static_assert(sizeof(Cell) == kCellBytes);
 
   kind_ = messages_.add(

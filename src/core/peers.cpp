@@ -1,6 +1,10 @@
 #include "src/core/peers.hpp"
 
+#include <sched.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstring>
 #include <map>
 
 namespace armci {
@@ -15,7 +19,7 @@ const char* to_string(PeerKind kind) {
   return "?";
 }
 
-Peers::Peers(int rank, std::vector<std::string> hosts, int vnode_size, bool shared_memory)
+Peers::Peers(int rank, std::vector<std::string> hosts, int vnode_size, bool shared_memory, int cpus_on_host)
     : rank_(rank), size_(static_cast<int>(hosts.size())), hosts_(std::move(hosts)) {
   // Ranks of one host, in rank order, cut into virtual nodes of vnode_size.
   std::map<std::string, std::vector<int>> by_host;
@@ -42,6 +46,29 @@ Peers::Peers(int rank, std::vector<std::string> hosts, int vnode_size, bool shar
     if (is_network(kind)) has_network_peers_ = true;
     present_[static_cast<std::size_t>(kind)] = true;
   }
+  const long cpus = cpus_on_host > 0 ? cpus_on_host : sysconf(_SC_NPROCESSORS_ONLN);
+  cores_shared_on_host_ = static_cast<long>(by_host[hosts_[index(rank_)]].size()) > cpus;
+}
+
+std::vector<std::byte> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return {};
+  std::vector<std::byte> bytes(sizeof set);
+  std::memcpy(bytes.data(), &set, sizeof set);
+  return bytes;
+}
+
+int cpus_in_union(std::span<const std::vector<std::byte>> sets) {
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  for (const std::vector<std::byte>& bytes : sets) {
+    if (bytes.size() != sizeof(cpu_set_t)) return 0;  // a rank could not tell: unknown
+    cpu_set_t one;
+    std::memcpy(&one, bytes.data(), sizeof one);
+    CPU_OR(&all, &all, &one);
+  }
+  return CPU_COUNT(&all);
 }
 
 }  // namespace armci

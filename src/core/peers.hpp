@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,9 @@ class Peers {
   // hosts: every rank's host name (index = rank). vnode_size > 0 cuts the
   // ranks of one host into virtual nodes of that many consecutive ranks;
   // shared_memory = false reaches even node neighbours through the network.
-  Peers(int rank, std::vector<std::string> hosts, int vnode_size, bool shared_memory);
+  // cpus_on_host: how many CPUs this host's ranks may run on together
+  // (cpus_in_union of their allowed_cpus); 0: unknown, the online count.
+  Peers(int rank, std::vector<std::string> hosts, int vnode_size, bool shared_memory, int cpus_on_host = 0);
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -49,6 +52,11 @@ class Peers {
   // The peer kinds present in this job, for the info output.
   bool kind_present(PeerKind kind) const { return present_[static_cast<std::size_t>(kind)]; }
 
+  // More ranks on this host than CPUs they may run on: a rank that waits
+  // must give its CPU away instead of polling. The same answer at every
+  // rank of the host, which the collectives' choice of protocol relies on.
+  bool cores_shared_on_host() const { return cores_shared_on_host_; }
+
  private:
   static std::size_t index(int proc) { return static_cast<std::size_t>(proc); }
 
@@ -61,6 +69,15 @@ class Peers {
   bool has_network_peers_ = false;
   bool neighbours_share_memory_ = false;
   bool present_[kPeerKinds] = {};
+  bool cores_shared_on_host_ = false;
 };
+
+// The CPUs this process may run on, as bytes to exchange at start-up. The
+// union over a host's ranks counts what a container's cpuset or a batch
+// allocation gives the job there, where the online count shows the whole
+// machine; each rank's own set alone would not do (a launcher binds each
+// to a core of its own, which they do not share).
+std::vector<std::byte> allowed_cpus();
+int cpus_in_union(std::span<const std::vector<std::byte>> sets);
 
 }  // namespace armci

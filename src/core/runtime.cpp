@@ -5,7 +5,6 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -32,10 +31,10 @@ std::string hostname() {
 
 // Ranks that fit the host's CPUs own one each and may poll in their waits;
 // more ranks than CPUs must give the CPU away while they wait.
-std::chrono::nanoseconds wait_spin(const Settings& settings, int ranks_on_host) {
+std::chrono::nanoseconds wait_spin(const Settings& settings, const Peers& peers) {
   constexpr long kOwnCpuSpinUs = 200;
   long us = settings.wait_spin_us;
-  if (us == kWaitSpinAuto) us = ranks_on_host <= sysconf(_SC_NPROCESSORS_ONLN) ? kOwnCpuSpinUs : 0;
+  if (us == kWaitSpinAuto) us = peers.cores_shared_on_host() ? 0 : kOwnCpuSpinUs;
   return std::chrono::microseconds(us);
 }
 
@@ -103,17 +102,21 @@ void Runtime::start_up() {
   if (network_) address = network_->local_address();
   record.add_bytes(address);
   record.add<std::int64_t>(getpid());
+  record.add_bytes(allowed_cpus());
   record.add_string(network_failure);
   auto records = bootstrap_->allgather(record.bytes);
   std::vector<std::string> hosts(static_cast<std::size_t>(size));
   std::vector<std::vector<std::byte>> addresses(static_cast<std::size_t>(size));
   std::vector<long> pids(static_cast<std::size_t>(size));
+  std::vector<std::vector<std::byte>> cpus_of_host;
   std::string network_failure_anywhere;
   for (int r = 0; r < size; ++r) {
     RecordReader in(records[static_cast<std::size_t>(r)]);
     hosts[static_cast<std::size_t>(r)] = in.take_string();
     addresses[static_cast<std::size_t>(r)] = in.take_bytes();
     pids[static_cast<std::size_t>(r)] = static_cast<long>(in.take<std::int64_t>());
+    std::vector<std::byte> cpus = in.take_bytes();
+    if (hosts[static_cast<std::size_t>(r)] == host) cpus_of_host.push_back(std::move(cpus));
     // Whether the layer started is decided from everyone's records: a rank
     // that went on alone would make segments and then be killed in the
     // next exchange, leaving them in /dev/shm.
@@ -128,13 +131,12 @@ void Runtime::start_up() {
     if (r != rank && hosts[static_cast<std::size_t>(r)] == host)
       neighbour_pids[static_cast<std::size_t>(r)] = static_cast<pid_t>(pids[static_cast<std::size_t>(r)]);
   neighbours_alive_ = std::make_unique<platform::ProcessWatch>(neighbour_pids);
-  const int ranks_on_host =
-      1 + static_cast<int>(std::count_if(neighbour_pids.begin(), neighbour_pids.end(), [](pid_t p) { return p != 0; }));
   set_liveness_probe([watch = neighbours_alive_.get()] {
     for (int dead : watch->exited_ranks()) note_peer_failure(dead, "its process has exited");
   });
   bootstrap_->watch_peers([](int dead, const char* why) { note_peer_failure(dead, why); });
-  peers_ = std::make_unique<Peers>(rank, std::move(hosts), settings_.vnode_size, settings_.shared_memory);
+  peers_ = std::make_unique<Peers>(rank, std::move(hosts), settings_.vnode_size, settings_.shared_memory,
+                                   cpus_in_union(cpus_of_host));
 
   // Every address stays, self and neighbours included: with network peers,
   // Rmw and mutexes reach every rank through the network layer.
@@ -153,7 +155,7 @@ void Runtime::start_up() {
   // The parts, each handed the others it uses. Message kinds are registered
   // as the parts are made: the same order at every rank.
   progress_ = std::make_unique<Progress>(settings_, rank, network_.get());
-  Backoff::set_spin(wait_spin(settings_, ranks_on_host));
+  Backoff::set_spin(wait_spin(settings_, *peers_));
   bootstrap_->set_progress([this] {
     if (network_) progress_->progress();
     probe_liveness();

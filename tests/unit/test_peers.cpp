@@ -1,7 +1,9 @@
 // The topology part: virtual nodes, node numbering and peer kinds from the
 // host names alone.
 #include <gtest/gtest.h>
+#include <sched.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -44,4 +46,41 @@ TEST(Peers, WithoutSharedMemoryNeighboursAreNetworkPeersOnThisHost) {
   EXPECT_TRUE(peers.same_node(1));  // still one node: ARMCI_SHM=0 changes the path, not the topology
   EXPECT_TRUE(peers.kind_present(PeerKind::network_host));
   EXPECT_FALSE(peers.kind_present(PeerKind::shared_memory));
+}
+
+namespace {
+std::vector<std::byte> cpu_set_of(std::vector<int> cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus) CPU_SET(c, &set);
+  std::vector<std::byte> bytes(sizeof set);
+  std::memcpy(bytes.data(), &set, sizeof set);
+  return bytes;
+}
+}  // namespace
+
+// Ranks bound to a core each do not share one; ranks confined to one core
+// (a container's cpuset, or unbound under `taskset -c 0`) do, whatever the
+// machine's online count. Every rank of the host decides the same.
+TEST(Peers, CoresAreSharedWhenTheHostsRanksOutnumberTheirCpus) {
+  const std::vector<std::vector<std::byte>> bound{cpu_set_of({0}), cpu_set_of({1})};
+  const std::vector<std::vector<std::byte>> confined{cpu_set_of({3}), cpu_set_of({3})};
+  EXPECT_EQ(2, armci::cpus_in_union(bound));
+  EXPECT_EQ(1, armci::cpus_in_union(confined));
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_FALSE(Peers(r, {"a", "a", "b"}, 0, true, armci::cpus_in_union(bound)).cores_shared_on_host());
+    EXPECT_TRUE(Peers(r, {"a", "a", "b"}, 0, true, armci::cpus_in_union(confined)).cores_shared_on_host());
+  }
+  EXPECT_FALSE(Peers(2, {"a", "a", "b"}, 0, true, armci::cpus_in_union(confined)).cores_shared_on_host());
+  // A rank that could not read its set makes the count unknown: the online count.
+  const std::vector<std::vector<std::byte>> unknown{cpu_set_of({0}), {}};
+  EXPECT_EQ(0, armci::cpus_in_union(unknown));
+}
+
+TEST(Peers, AllowedCpusAreThisProcesssAffinity) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(0, sched_getaffinity(0, sizeof set, &set));
+  const std::vector<std::vector<std::byte>> mine{armci::allowed_cpus()};
+  EXPECT_EQ(CPU_COUNT(&set), armci::cpus_in_union(mine));
 }
