@@ -202,7 +202,10 @@ Window::Window(const char* call, WindowParts parts, const Group& group, void* ba
   posts_.assign(static_cast<std::size_t>(n), 0);
   queues_.resize(static_cast<std::size_t>(n));
   notified_sent_.assign(static_cast<std::size_t>(n), 0);
-  for (int r = 0; r < n; ++r) tags_.push_back(static_cast<std::uint32_t>(control_->ids[static_cast<std::size_t>(world(r))]));
+  // The counted fence's tags (see put_notified): 32 bits of an id that
+  // counts allocations, which a job does not wrap.
+  for (int r = 0; r < n; ++r)
+    tags_.push_back(static_cast<std::uint32_t>(control_->ids[static_cast<std::size_t>(world(r))]));
   own_block_ = control_->local(parts_.peers, parts_.peers.rank());
   flags_by_cpu_ = true;
   const int me = group_.my_rank;
