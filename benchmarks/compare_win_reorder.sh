@@ -16,8 +16,9 @@
 #   NPS             process counts (default "2 4")
 #   TRANSPORTS      any of shm ucx ucx-tcp (default all three)
 #   MODES           reordering modes (default "none gets-first combine"); the
-#                   mode fence-deferred is ARMCI_WIN_FENCE=deferred instead
-#                   (no reordering): the deferred fence against none
+#                   modes fence-deferred and fence-counted are
+#                   ARMCI_WIN_FENCE=deferred and counted instead (no
+#                   reordering): those fences against none (the immediate one)
 #   CELLS           win_bench --cells (default epoch16,lock_put_unlock_x,fence_put)
 #   MPIRUN, MPIRUN_FLAGS, RESULTS_DIR, NO_MAKE: as benchmarks/compare_win.sh
 # Output: a table of the median over the runs of each run's median (and the
@@ -41,7 +42,10 @@ transport_env() {
   esac
 }
 mode_env() {
-  if [ "$1" = fence-deferred ]; then echo "ARMCI_WIN_FENCE=deferred"; else echo "ARMCI_WIN_REORDER=$1"; fi
+  case $1 in
+    fence-*) echo "ARMCI_WIN_FENCE=${1#fence-}" ;;
+    *) echo "ARMCI_WIN_REORDER=$1" ;;
+  esac
 }
 
 for n in ${NPS:-2 4}; do

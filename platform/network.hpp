@@ -8,8 +8,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace armci::platform {
@@ -81,6 +83,31 @@ using MessageHandler =
     std::function<void(int source, std::span<const std::byte> header,
                        std::span<const std::byte> payload)>;
 
+// The notifications a layer received, in all and by their value (a write
+// with immediate's 32 bits), so that a waiter for the ones tagged with its
+// value is not confused by others that arrive meanwhile. Counted by the
+// layer's progress, read by any thread; a mutex rather than atomics because
+// values are not known in advance, and a count is read once per poll.
+class NotificationCounts {
+ public:
+  void add(std::uint32_t value) {
+    std::lock_guard<std::mutex> hold(mutex_);
+    ++by_value_[value];
+    total_.fetch_add(1, std::memory_order_release);
+  }
+  std::uint64_t total() const { return total_.load(std::memory_order_acquire); }
+  std::uint64_t of(std::uint32_t value) const {
+    std::lock_guard<std::mutex> hold(mutex_);
+    const auto it = by_value_.find(value);
+    return it == by_value_.end() ? 0 : it->second;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::unordered_map<std::uint32_t, std::uint64_t> by_value_;
+  std::atomic<std::uint64_t> total_{0};
+};
+
 // One line: the capabilities the core chooses protocols from.
 std::string describe(const Capabilities& caps);
 
@@ -127,12 +154,15 @@ class Network {
                             std::uint64_t expected, std::uint64_t desired, std::uint64_t* result,
                             Completion& completion) = 0;
 
-  // A put after which the target's notification counter grows by one, once
-  // the data is in place (verbs: RDMA write with immediate).
+  // A put after which the target's notification counters (all, and the
+  // one of `value`) grow by one, once the data is in place (verbs: RDMA
+  // write with immediate). A put the layer splits notifies once, after
+  // all of its pieces.
   virtual void put_notify(int peer, std::span<const LocalSegment> local,
                           std::uint64_t remote_address, RemoteKey key, std::uint32_t value,
                           Completion& completion) = 0;
   virtual std::uint64_t notifications_received() const = 0;
+  virtual std::uint64_t notifications_received(std::uint32_t value) const = 0;
 
   // Two-sided control messages to a peer's handler for `id`.
   virtual void set_message_handler(std::uint8_t id, MessageHandler handler) = 0;

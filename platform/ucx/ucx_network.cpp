@@ -136,9 +136,8 @@ class UcxNetwork final : public Network {
                     Completion& completion) override;
   void put_notify(int peer, std::span<const LocalSegment> local, std::uint64_t remote_address,
                   RemoteKey key, std::uint32_t value, Completion& completion) override;
-  std::uint64_t notifications_received() const override {
-    return notifications_.load(std::memory_order_acquire);
-  }
+  std::uint64_t notifications_received() const override { return notifications_.total(); }
+  std::uint64_t notifications_received(std::uint32_t value) const override { return notifications_.of(value); }
 
   void set_message_handler(std::uint8_t id, MessageHandler handler) override;
   void send_message(int peer, std::uint8_t id, std::span<const std::byte> header,
@@ -205,7 +204,7 @@ class UcxNetwork final : public Network {
   std::unordered_multiset<void*> live_memh_;
   std::unordered_set<void*> live_rkeys_;
   std::array<HandlerSlot, 256> slots_;
-  std::atomic<std::uint64_t> notifications_{0};
+  NotificationCounts notifications_;
 
   std::vector<std::unique_ptr<OpRecord[]>> record_chunks_;
   OpRecord* free_records_ = nullptr;
@@ -231,9 +230,11 @@ void on_peer_error(void* arg, ucp_ep_h, ucs_status_t status) {
   p->failure = status == UCS_OK ? UCS_ERR_ENDPOINT_TIMEOUT : status;
 }
 
-ucs_status_t on_notify(void* arg, const void*, std::size_t, void*, std::size_t,
+ucs_status_t on_notify(void* arg, const void* header, std::size_t header_length, void*, std::size_t,
                        const ucp_am_recv_param_t*) {
-  static_cast<UcxNetwork*>(arg)->notifications_.fetch_add(1, std::memory_order_release);
+  std::uint32_t value = 0;
+  if (header_length == sizeof value) std::memcpy(&value, header, sizeof value);
+  static_cast<UcxNetwork*>(arg)->notifications_.add(value);
   return UCS_OK;
 }
 
@@ -678,21 +679,23 @@ void UcxNetwork::compare_swap(int peer, std::uint64_t remote_address, RemoteKey 
 }
 
 void UcxNetwork::put_notify(int peer, std::span<const LocalSegment> local,
-                            std::uint64_t remote_address, RemoteKey key, std::uint32_t,
+                            std::uint64_t remote_address, RemoteKey key, std::uint32_t value,
                             Completion& completion) {
   ucp_ep_h ep = usable_ep(peer, completion);
   if (ep == nullptr) return;
   issue_rma(true, ep, local, remote_address, key, completion);
   // The notification must not overtake the data at the target.
   check("ucp_worker_fence", ucp_worker_fence(worker_));
-  // The target only counts notifications, so the message is empty and needs
-  // no buffer that outlives this call.
+  // The value travels as the message's header, which UCX may read after
+  // the call returns (send_message): it lives in a record until completion.
+  OpRecord* r = acquire_record(completion);
+  std::memcpy(r->header, &value, sizeof value);
   ucp_request_param_t prm;
   prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-  prm.cb.send = on_done;
-  prm.user_data = &completion;
+  prm.cb.send = on_record_done;
+  prm.user_data = r;
   completion.pending.fetch_add(1, std::memory_order_relaxed);
-  settle(ucp_am_send_nbx(ep, kNotifyId, nullptr, 0, nullptr, 0, &prm), completion);
+  settle_record(ucp_am_send_nbx(ep, kNotifyId, r->header, sizeof value, nullptr, 0, &prm), r);
 }
 
 // ---------------------------------------------------------------------------

@@ -80,7 +80,7 @@ void VerbsNetwork::on_recv_completion(const ibv_wc& wc) {
   if (wc.status == IBV_WC_SUCCESS) {
     if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
       // The data of the write is in place before this completion is seen.
-      notifications_.fetch_add(1, std::memory_order_release);
+      notifications_.add(be32toh(wc.imm_data));
     } else if (wc.opcode == IBV_WC_RECV) {
       deliver(recv_slab_.at(index), wc.byte_len);
     }

@@ -411,9 +411,8 @@ class VerbsNetwork final : public Network {
     atomic(OpKind::compare_swap, peer, remote_address, key, expected, desired, result,
            completion);
   }
-  std::uint64_t notifications_received() const override {
-    return notifications_.load(std::memory_order_acquire);
-  }
+  std::uint64_t notifications_received() const override { return notifications_.total(); }
+  std::uint64_t notifications_received(std::uint32_t value) const override { return notifications_.of(value); }
 
   void set_message_handler(std::uint8_t id, MessageHandler handler) override {
     handlers_[id] = std::move(handler);
@@ -563,7 +562,7 @@ class VerbsNetwork final : public Network {
   std::unordered_set<KeyImpl*> live_keys_;
 
   std::array<MessageHandler, 256> handlers_;
-  std::atomic<std::uint64_t> notifications_{0};
+  NotificationCounts notifications_;
 
   std::vector<Peer> peers_;
   std::vector<int> connecting_;  // peers in req_sent / rtr_wait

@@ -134,7 +134,8 @@ const Entry kEntries[] = {
      [](const Settings& s) -> std::string { return to_string(s.win_reorder); }},
     {"ARMCI_WIN_FENCE",
      [](Settings& s, const char* n, const char* text) {
-       s.win_fence = parse_choice(n, text, {"immediate", "deferred"}, {WinFence::immediate, WinFence::deferred});
+       s.win_fence = parse_choice(n, text, {"immediate", "deferred", "counted"},
+                                  {WinFence::immediate, WinFence::deferred, WinFence::counted});
      },
      [](const Settings& s) -> std::string { return to_string(s.win_fence); }},
     {"ARMCI_WIN_LOCK_MIGRATE",
@@ -271,6 +272,7 @@ const char* to_string(WinFence fence) {
   switch (fence) {
     case WinFence::immediate: return "immediate";
     case WinFence::deferred: return "deferred";
+    case WinFence::counted: return "counted";
   }
   return "?";
 }

@@ -31,8 +31,10 @@ enum class WinReorder { none, gets_first, combine };
 // (src/windows/window.hpp): issued at once and counted by arrival flags
 // (immediate), or held until the closing fence, which sends them as
 // messages the targets apply and counts them with a reduction (deferred,
-// the two-sided design kept for comparison).
-enum class WinFence { immediate, deferred };
+// the two-sided design kept for comparison), or issued at once, puts to
+// network targets with a notification each, counted by one reduction
+// (counted: the write-with-immediate design).
+enum class WinFence { immediate, deferred, counted };
 // ARMCI_WIN_LOCK_MIGRATE: whether a window's lock that spans the network
 // moves to CPU atomics for its node neighbours (src/windows/window.cpp):
 // never (pinned: network atomics for every locker), at once, or after N

@@ -55,6 +55,27 @@ void Transfers::select_protocols() {
                             settings_);
 }
 
+bool Transfers::put_notify(const Call& call, const void* src, void* dst, std::size_t bytes, std::uint32_t tag) {
+  const Region& region = memory_.find_region(call.name, "dst", call.proc, dst, bytes);
+  if (region.local != nullptr || !progress_.has_network()) {
+    copy_same_node(Op::put, region, src, dst, bytes);
+    return false;
+  }
+  parts_.completions.order_after_puts(call.proc, false);
+  platform::LocalSegment segment{const_cast<void*>(src), bytes};
+  progress_.with_network([&](platform::Network& net) {
+    net.put_notify(call.proc, std::span(&segment, 1), reinterpret_cast<std::uintptr_t>(dst), region.key, tag,
+                   call.completion);
+  });
+  parts_.completions.note_put(call.proc);
+  return true;
+}
+
+std::uint64_t Transfers::notifications(std::uint32_t tag) {
+  if (!progress_.has_network()) return 0;
+  return progress_.with_network([&](platform::Network& net) { return net.notifications_received(tag); });
+}
+
 // The target of an acc/net/msg piece.
 void Transfers::handle_acc(int source, std::span<const std::byte> header, std::span<const std::byte> payload) {
   incoming::Acc acc;

@@ -81,6 +81,16 @@ class Transfers {
     table_.find(Operation{call.op, Shape::contiguous, call.mode}, memory_.route(call.proc, region), bytes)
         .contiguous(parts_, call, src, dst, bytes);
   }
+  // A contiguous put that raises the target's notification count of `tag`
+  // once its data is in place (the counted window fence). It goes to the
+  // layer directly, whatever the table says for plain puts (buffered or
+  // offloaded chunks would need a notification of their own each). False
+  // when the target is not reached through the network: then it was a
+  // copy through the node's mapping, done on return, with no notification.
+  bool put_notify(const Call& call, const void* src, void* dst, std::size_t bytes, std::uint32_t tag);
+  // This process's notifications received with `tag`.
+  std::uint64_t notifications(std::uint32_t tag);
+
   void strided(const Call& call, void* src, const int* src_stride, void* dst, const int* dst_stride,
                const int* count, int levels);
   void vector(const Call& call, std::span<const VectorList> lists);

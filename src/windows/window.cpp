@@ -201,6 +201,11 @@ Window::Window(const char* call, WindowParts parts, const Group& group, void* ba
   completes_.assign(static_cast<std::size_t>(n), 0);
   posts_.assign(static_cast<std::size_t>(n), 0);
   queues_.resize(static_cast<std::size_t>(n));
+  notified_sent_.assign(static_cast<std::size_t>(n), 0);
+  // The counted fence's tags (see put_notified): 32 bits of an id that
+  // counts allocations, which a job does not wrap.
+  for (int r = 0; r < n; ++r)
+    tags_.push_back(static_cast<std::uint32_t>(control_->ids[static_cast<std::size_t>(world(r))]));
   own_block_ = control_->local(parts_.peers, parts_.peers.rank());
   flags_by_cpu_ = true;
   const int me = group_.my_rank;
@@ -315,6 +320,11 @@ void Window::transfer(const char* call, Op op, const AccArgs* acc, const void* l
   const int proc = world(rank);
   auto* remote_ptr = reinterpret_cast<void*>(remote);
   void* local_ptr = const_cast<void*>(local);
+  if (notify_puts_ && op == Op::put) [[unlikely]] {
+    const auto t = static_cast<std::size_t>(rank);
+    // Targets in a lock or PSCW epoch keep their own rules.
+    if (locks_[t] == WinLock::none && !lock_all_ && !started_[t]) return put_notified(call, local, bytes, rank, remote);
+  }
   if (op != Op::get) {
     if (parts_.reorder != WinReorder::none) {
       defer(call, op, acc, local, bytes, rank, remote);
@@ -811,6 +821,10 @@ void Window::fence(const char* call, int assert) {
     fence_deferred(call, assert);
     return;
   }
+  if (parts_.fence == WinFence::counted) [[unlikely]] {
+    fence_counted(call, assert);
+    return;
+  }
   // NOPRECEDE and NOSUCCEED together: nothing before and nothing after, so
   // no other rank can be affected by when this one passes.
   // Even under NOPRECEDE: a queued write is never dropped.
@@ -941,12 +955,7 @@ void Window::fence_deferred(const char* call, int assert) {
     const int n = size();
     counts_.resize(static_cast<std::size_t>(n));
     for (int r = 0; r < n; ++r) counts_[static_cast<std::size_t>(r)] = parts_.vector_messages.writes_sent(world(r));
-    parts_.collectives.allreduce(group_.team(), counts_.data(), counts_.size(), sizeof(std::uint64_t),
-                                 [](void* into, const void* from, std::size_t count) {
-                                   auto* a = static_cast<std::uint64_t*>(into);
-                                   const auto* b = static_cast<const std::uint64_t*>(from);
-                                   for (std::size_t i = 0; i < count; ++i) a[i] += b[i];
-                                 });
+    sum_counts_over_members();
     const std::uint64_t expected = counts_[static_cast<std::size_t>(group_.my_rank)];
     // No member sends more before the barrier, so the sum reaching the
     // count means every member's messages were applied.
@@ -960,6 +969,78 @@ void Window::fence_deferred(const char* call, int assert) {
   fence_open_ = hold_ops_ = !(assert & kNoSucceed);
   if (nothing_around) return;
   parts_.collectives.barrier(group_.team());
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+void Window::sum_counts_over_members() {
+  parts_.collectives.allreduce(group_.team(), counts_.data(), counts_.size(), sizeof(std::uint64_t),
+                               [](void* into, const void* from, std::size_t count) {
+                                 auto* a = static_cast<std::uint64_t*>(into);
+                                 const auto* b = static_cast<const std::uint64_t*>(from);
+                                 for (std::size_t i = 0; i < count; ++i) a[i] += b[i];
+                               });
+}
+
+// ------------------------------------------------------------------ counted fence
+
+// Tags: the target's id of the window's control allocation (every rank
+// numbers its allocations apart and never reuses a number), so the
+// notifications of two windows, or of Put_notify users to come, are
+// counted apart at the target. Epochs need no tag of their own: a put of
+// the next epoch leaves only after the barrier, which the target enters
+// after it counted this epoch's. (A reduction of the global count after a
+// barrier would need no tag, but costs the barrier twice and still counts
+// a window fenced by other members meanwhile.)
+void Window::put_notified(const char* call, const void* local, std::size_t bytes, int rank, std::uintptr_t remote) {
+  // Whatever the reordering mode: it goes now, along the direct path.
+  note_write(call, rank, write_kind(Op::put, nullptr, SIZE_MAX, false), remote, bytes);
+  const int proc = world(rank);
+  platform::Completion& done = parts_.completions.implicit(proc);
+  const Call c{call, Op::put, Mode::nonblocking, proc, nullptr, done, nullptr};
+  const auto t = static_cast<std::size_t>(rank);
+  if (parts_.transfers.put_notify(c, local, reinterpret_cast<void*>(remote), bytes, tags_[t])) {
+    ++notified_sent_[t];
+    issued_[t] |= kIssuedNotified;
+    any_issued_ = true;
+  }
+  parts_.completions.limit_implicit(proc);
+}
+
+void Window::fence_counted(const char* call, int assert) {
+  close_all_queues(call);  // under NOPRECEDE too: a queued write is never dropped
+  const bool nothing_around = (assert & kNoPrecede) && (assert & kNoSucceed);
+  // What went without a notification is completed at its target (it counts
+  // 0); a target that got only notified puts needs no flush round trip.
+  if (any_issued_) {
+    for (int r = 0; r < size(); ++r) {
+      const auto t = static_cast<std::size_t>(r);
+      if (issued_[t] & kIssuedOther) {
+        finish_ops(call, r);
+      } else if (issued_[t] != 0) {
+        parts_.completions.wait(call, parts_.completions.implicit(world(r)));  // the caller's buffers are free
+        issued_[t] = 0;
+      }
+    }
+    any_issued_ = false;
+  }
+  if (!(assert & kNoPrecede)) {
+    counts_.assign(notified_sent_.begin(), notified_sent_.end());
+    sum_counts_over_members();
+    const std::uint64_t expected = counts_[static_cast<std::size_t>(group_.my_rank)];
+    const std::uint32_t tag = tags_[static_cast<std::size_t>(group_.my_rank)];
+    std::uint64_t received = 0;
+    // Notifications come from the network alone: no CPU-stored word to poll on its own.
+    if (wait_until([&] { return (received = parts_.transfers.notifications(tag)) >= expected; }, false))
+      fail(call, "argument 'win': window rank %d (world rank %d) received %llu of the %llu notified puts the "
+                 "members sent it within ARMCI_WIN_SYNC_TIMEOUT (%ld s): a notification lost by the network "
+                 "layer?", group_.my_rank, world(group_.my_rank), static_cast<unsigned long long>(received),
+           static_cast<unsigned long long>(expected), parts_.sync_timeout_seconds);
+  }
+  fence_open_ = notify_puts_ = !(assert & kNoSucceed);
+  if (nothing_around) return;
+  parts_.collectives.barrier(group_.team());
+  // The members' writes, counted or completed before the barrier, are seen
+  // by what the application reads next.
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
@@ -987,10 +1068,9 @@ void Window::post(const char* call, const std::vector<int>& origins, int assert)
   posted_ = true;
 }
 
-void Window::wait_counts(const char* call, const char* argument, const char* what, const char* likely_cause,
-                         const std::vector<int>& ranks, const std::uint64_t* words,
-                         const std::vector<std::uint64_t>& counts) {
-  if (counts_reached(ranks, words, counts)) return;
+template <class Reached>
+bool Window::wait_until(Reached reached, bool by_cpu) {
+  if (reached()) return false;
   // The timeout counts from the first clock read, 128 polls in: most
   // waits end before it, and a clock read (45 ns here) costs a fifth of a
   // whole fence + put epoch between two cores.
@@ -999,7 +1079,7 @@ void Window::wait_counts(const char* call, const char* argument, const char* wha
   bool late = false;
   unsigned polls = 0;
   auto done = [&] {
-    if (counts_reached(ranks, words, counts)) return true;
+    if (reached()) return true;
     if (++polls % 128 != 0 || parts_.sync_timeout_seconds <= 0) return false;
     const auto now = std::chrono::steady_clock::now();
     if (polls == 128) start = now;
@@ -1009,9 +1089,9 @@ void Window::wait_counts(const char* call, const char* argument, const char* wha
   // A flag a neighbour stores is seen by a load: it is polled on its own
   // between rounds of network progress, unless ranks outnumber the cores
   // (no spin): then the rank that stores it may need this very core.
-  if (flags_by_cpu_ && Backoff::spin().count() > 0) {
+  if (by_cpu && Backoff::spin().count() > 0) {
     parts_.progress.until_stored(done);
-  } else if (flags_by_cpu_) {
+  } else if (by_cpu) {
     // Ranks outnumber the cores: the member that stores the flag is most
     // likely waiting for this very core, so every failed poll hands it
     // over at once. Backoff's rounds poll the network between yields and
@@ -1023,11 +1103,17 @@ void Window::wait_counts(const char* call, const char* argument, const char* wha
       sched_yield();
       if (round % 16 == 0) parts_.progress.progress();
     }
-    if (!late && !counts_reached(ranks, words, counts)) parts_.progress.until(done);
+    if (!late && !reached()) parts_.progress.until(done);
   } else {
     parts_.progress.until(done);
   }
-  if (!late) return;
+  return late;
+}
+
+void Window::wait_counts(const char* call, const char* argument, const char* what, const char* likely_cause,
+                         const std::vector<int>& ranks, const std::uint64_t* words,
+                         const std::vector<std::uint64_t>& counts) {
+  if (!wait_until([&] { return counts_reached(ranks, words, counts); }, flags_by_cpu_)) return;
   for (std::size_t i = 0; i < ranks.size(); ++i)
     if (std::atomic_ref<const std::uint64_t>(words[ranks[i]]).load(std::memory_order_acquire) < counts[i])
       fail(call, "argument '%s': window rank %d (world rank %d) did not %s within ARMCI_WIN_SYNC_TIMEOUT "

@@ -46,6 +46,15 @@
 // operations are copies the origin makes at the fence. Strided operations
 // are issued at once, after the target's held ones are in place.
 //
+// Counted fence (ARMCI_WIN_FENCE=counted, the write-with-immediate design):
+// operations are issued at once; a contiguous put to a target reached
+// through the network carries a notification tagged for the target's
+// window (Transfers::put_notify), and the origin counts them per target.
+// Everything else (gets, accs, strided, node neighbours' copies) the
+// closing fence completes at its target. Then one reduction of the counts
+// tells each target how many notifications to wait for, and a barrier
+// opens the next epoch.
+//
 // Owns: its control allocation and (allocate) its memory.
 // Called by: the API (src/api/windows.cpp), after argument checks.
 #pragma once
@@ -162,7 +171,7 @@ class Window {
   // release, a PSCW count) applied after them: its completion implies theirs.
   void order_ops_before_next(const char* call, int rank);
   void note_issued(int rank) {
-    issued_[static_cast<std::size_t>(rank)] = 1;
+    issued_[static_cast<std::size_t>(rank)] |= kIssuedOther;
     any_issued_ = true;
   }
   // Reordering (see the top): a write held until the epoch closes.
@@ -212,6 +221,12 @@ class Window {
   void send_all_held(const char* call);
   void fence_deferred(const char* call, int assert);
 
+  // Counted fence (see the top).
+  void put_notified(const char* call, const void* local, std::size_t bytes, int rank, std::uintptr_t remote);
+  void fence_counted(const char* call, int assert);
+  // Sums every member's per-target counts (counts_) into every member's counts_.
+  void sum_counts_over_members();
+
   void acquire(const char* call, int rank, bool exclusive);
   void release(const char* call, int rank, WinLock held);
   // Hybrid locks (window.cpp): one try on the word of one kind; returns
@@ -245,6 +260,10 @@ class Window {
   void wait_counts(const char* call, const char* argument, const char* what, const char* likely_cause,
                    const std::vector<int>& ranks, const std::uint64_t* words,
                    const std::vector<std::uint64_t>& counts);
+  // Polls until reached() (loads only when by_cpu: every word it reads is
+  // stored by CPUs); true when ARMCI_WIN_SYNC_TIMEOUT passed first.
+  template <class Reached>
+  bool wait_until(Reached reached, bool by_cpu);
   static bool counts_reached(const std::vector<int>& ranks, const std::uint64_t* words,
                              const std::vector<std::uint64_t>& counts) {
     for (std::size_t i = 0; i < ranks.size(); ++i)
@@ -290,7 +309,10 @@ class Window {
   // Epochs of this rank as an origin.
   std::vector<WinLock> locks_;  // per target
   // Per target: operations issued since they were last completed (an epoch
-  // that issued none closes without a network flush).
+  // that issued none closes without a network flush), by kind: notified
+  // puts are complete at the target once the counted fence has counted
+  // them, so that fence waits only for their local completion.
+  static constexpr std::uint8_t kIssuedOther = 1, kIssuedNotified = 2;
   std::vector<std::uint8_t> issued_;
   bool any_issued_ = false;
   std::vector<WriteQueue> queues_;  // per target (reordering)
@@ -306,6 +328,13 @@ class Window {
   // The acks of held writes sent (waited for only where order needs them
   // and at free) and the answers to held gets (waited for at the fence).
   platform::Completion held_writes_, held_gets_;
+  // Counted fence: a fence epoch is open, puts to network targets notify.
+  bool notify_puts_ = false;
+  // Per target: the notified puts this rank sent it since the window was
+  // made (counts only grow, so an epoch closed under NOPRECEDE needs no
+  // reduction of its own), and the notification tag of its window.
+  std::vector<std::uint64_t> notified_sent_;
+  std::vector<std::uint32_t> tags_;
   // A fence under NOPRECEDE completes nothing, so it does not wait for the
   // members: an operation after it, in any epoch, first waits for its
   // target's arrival (its flag), and the next fence for every member's.

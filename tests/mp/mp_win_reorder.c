@@ -345,11 +345,13 @@ static void many(void) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: mp_win_reorder none|gets-first|combine|fence-deferred\n");
+    fprintf(stderr, "usage: mp_win_reorder none|gets-first|combine|fence-deferred|fence-counted\n");
     return 2;
   }
   if (strcmp(argv[1], "fence-deferred") == 0)
     setenv("ARMCI_WIN_FENCE", "deferred", 1);
+  else if (strcmp(argv[1], "fence-counted") == 0)
+    setenv("ARMCI_WIN_FENCE", "counted", 1);
   else
     setenv("ARMCI_WIN_REORDER", argv[1], 1);
   mp_init(&argc, &argv);

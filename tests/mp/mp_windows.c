@@ -22,9 +22,11 @@
  *  - a window over a subgroup (reversed ranks: group ranks are translated)
  *    and over the even ranks (locks and a fence over the subgroup), two
  *    windows locked at once, strided puts/gets/accs, ARMCI_Win_create over
- *    ARMCI_Malloc memory.
- * With the argument fence-deferred, all of it under ARMCI_WIN_FENCE=deferred
- * (set here before ARMCI_Init). */
+ *    ARMCI_Malloc memory;
+ *  - two windows whose fence epochs overlap, with puts in flight to the
+ *    same targets in both, closed in turn (each fence counts its own).
+ * With the argument fence-deferred or fence-counted, all of it under
+ * ARMCI_WIN_FENCE=deferred or counted (set here before ARMCI_Init). */
 #include "mp_common.h"
 
 #include <stddef.h>
@@ -158,6 +160,55 @@ static void fence_neighbours(void) {
   }
   MP_CHECK_INT(0, ARMCI_Win_fence(ARMCI_WIN_MODE_NOSUCCEED, win));
   MP_CHECK_INT(0, ARMCI_Win_free(&win));
+}
+
+/* Two windows whose fence epochs overlap, with puts in flight to the same
+ * targets in both: each round puts two large blocks into A and many small
+ * pieces into B, then closes A and B in turn (B first in odd rounds) and
+ * checks each right after its fence. The counted fence counts each
+ * window's notifications apart: a target that took B's for A's would leave
+ * A's fence before A's data landed (stale data here). Slots alternate by
+ * round: the left neighbour can be one round ahead, never two (it needs
+ * this rank at the next fence of the same window). */
+static void two_windows_alternate(void) {
+  enum { BIG = 128 * 1024, PIECE = 64, PIECES = 32, ALT_ROUNDS = 6 };
+  static unsigned char out_a[2][BIG], out_b[PIECES * PIECE], expect[BIG];
+  unsigned char *a, *b;
+  ARMCI_Win wa, wb;
+  MP_CHECK_INT(0, ARMCI_Win_allocate(4 * BIG, 1, NULL, (void **)&a, &wa));
+  MP_CHECK_INT(0, ARMCI_Win_allocate(2 * PIECES * PIECE, 1, NULL, (void **)&b, &wb));
+  memset(a, 0, 4 * BIG);
+  memset(b, 0, 2 * PIECES * PIECE);
+  const int right = (mp_me + 1) % mp_np, left = (mp_me + mp_np - 1) % mp_np;
+  MP_CHECK_INT(0, ARMCI_Win_fence(0, wa));
+  MP_CHECK_INT(0, ARMCI_Win_fence(0, wb));
+  for (int round = 0; round < ALT_ROUNDS; ++round) {
+    const size_t slot_a = (size_t)(round % 2) * 2 * BIG, slot_b = (size_t)(round % 2) * PIECES * PIECE;
+    for (int k = 0; k < 2; ++k) {
+      mp_fill_pattern(out_a[k], BIG, mp_me + round, right, (size_t)k * BIG);
+      MP_CHECK_INT(0, ARMCI_Win_put(out_a[k], BIG, right, slot_a + (size_t)k * BIG, wa));
+    }
+    mp_fill_pattern(out_b, sizeof out_b, mp_me + 7 * round, right, 0);
+    for (int k = 0; k < PIECES; ++k)
+      MP_CHECK_INT(0, ARMCI_Win_put(out_b + k * PIECE, PIECE, right, slot_b + (size_t)k * PIECE, wb));
+    for (int i = 0; i < 2; ++i) {
+      if ((i == 0) == (round % 2 == 0)) {
+        MP_CHECK_INT(0, ARMCI_Win_fence(0, wa));
+        for (int k = 0; k < 2; ++k) {
+          mp_fill_pattern(expect, BIG, left + round, mp_me, (size_t)k * BIG);
+          MP_CHECK_BYTES(expect, a + slot_a + (size_t)k * BIG, BIG, "window A after its fence, B's puts in flight");
+        }
+      } else {
+        MP_CHECK_INT(0, ARMCI_Win_fence(0, wb));
+        mp_fill_pattern(expect, PIECES * PIECE, left + 7 * round, mp_me, 0);
+        MP_CHECK_BYTES(expect, b + slot_b, PIECES * PIECE, "window B after its fence, A's puts in flight");
+      }
+    }
+  }
+  MP_CHECK_INT(0, ARMCI_Win_fence(ARMCI_WIN_MODE_NOSUCCEED, wa));
+  MP_CHECK_INT(0, ARMCI_Win_fence(ARMCI_WIN_MODE_NOSUCCEED, wb));
+  MP_CHECK_INT(0, ARMCI_Win_free(&wb));
+  MP_CHECK_INT(0, ARMCI_Win_free(&wa));
 }
 
 /* Every ARMCI_WIN_* op from every rank at once to every target, under
@@ -513,11 +564,14 @@ static void subgroup_and_two_windows(void) {
 
 int main(int argc, char **argv) {
   if (argc > 1) {
-    if (strcmp(argv[1], "fence-deferred") != 0) {
-      fprintf(stderr, "usage: mp_windows [fence-deferred]\n");
+    if (strcmp(argv[1], "fence-deferred") == 0) {
+      setenv("ARMCI_WIN_FENCE", "deferred", 1);
+    } else if (strcmp(argv[1], "fence-counted") == 0) {
+      setenv("ARMCI_WIN_FENCE", "counted", 1);
+    } else {
+      fprintf(stderr, "usage: mp_windows [fence-deferred|fence-counted]\n");
       return 2;
     }
-    setenv("ARMCI_WIN_FENCE", "deferred", 1);
   }
   mp_init(&argc, &argv);
   mp_set_where("exclusive_counter");
@@ -544,6 +598,8 @@ int main(int argc, char **argv) {
   epochs_by_window_rank();
   mp_set_where("subgroup_and_two_windows");
   subgroup_and_two_windows();
+  mp_set_where("two_windows_alternate");
+  two_windows_alternate();
   MP_CHECK_INT(0, ARMCI_Finalize());
   mp_pass("mp_windows", mp_me);
   return 0;

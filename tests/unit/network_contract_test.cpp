@@ -367,6 +367,26 @@ TEST_P(NetworkContract, PutNotify) {
   ASSERT_TRUE(until([&] { return target().notifications_received() == before + 3; }));
 }
 
+// Counted by value as well: a waiter for one tag (a window's counted fence)
+// is not satisfied by notifications of another.
+TEST_P(NetworkContract, PutNotifyCountsByValue) {
+  std::vector<std::byte> dst(4096, std::byte{0});
+  RemoteKey k = expose(dst.data(), dst.size());
+  auto src = pattern(64, 8);
+  LocalSegment s{src.data(), src.size()};
+  constexpr std::uint32_t kA = 0x5eed0001, kB = 0xfffffffe;  // the high bit too: verbs carries it big-endian
+  const std::uint64_t before_a = target().notifications_received(kA), before_b = target().notifications_received(kB);
+  const std::uint64_t before = target().notifications_received();
+  Completion c;
+  for (int i = 0; i < 3; ++i) net->put_notify(peer, {&s, 1}, addr(dst.data()), k, kA, c);
+  net->put_notify(peer, {&s, 1}, addr(dst.data()) + 64, k, kB, c);
+  wait(c);
+  ASSERT_TRUE(until([&] { return target().notifications_received() == before + 4; }));
+  EXPECT_EQ(target().notifications_received(kA), before_a + 3);
+  EXPECT_EQ(target().notifications_received(kB), before_b + 1);
+  EXPECT_EQ(target().notifications_received(kA + 1), 0u) << "a value never sent counts nothing";
+}
+
 struct Received {
   int count = 0;
   int source = -1;

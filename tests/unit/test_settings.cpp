@@ -119,12 +119,14 @@ TEST(Settings, WindowFenceDesigns) {
   const Settings s = Settings::from_environment();
   EXPECT_EQ(s.win_fence, WinFence::deferred);
   EXPECT_EQ(row(s.rows(), "ARMCI_WIN_FENCE")->value, "deferred");
+  ScopedVariable counted("ARMCI_WIN_FENCE", "counted");
+  EXPECT_EQ(Settings::from_environment().win_fence, WinFence::counted);
 }
 
 TEST(SettingsDeathTest, UnknownWindowFenceIsRefused) {
   ScopedVariable bad("ARMCI_WIN_FENCE", "two-sided");
   EXPECT_EXIT(Settings::from_environment(), ::testing::ExitedWithCode(1),
-              "setting ARMCI_WIN_FENCE='two-sided' is not one of immediate, deferred");
+              "setting ARMCI_WIN_FENCE='two-sided' is not one of immediate, deferred, counted");
 }
 
 TEST(Settings, WindowLockMigrationPolicies) {
