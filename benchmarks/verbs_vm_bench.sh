@@ -8,7 +8,8 @@
 # ARMCI_HELPER=none (the best setting for latency), and with --bind-to none
 # (a free core for the helper). Also window epochs (win_bench: lock + 8 B put
 # + unlock, exclusive and shared, and lock/unlock alone) against one
-# ib_atomic_lat plus one ib_write_lat, issue 13's reference over verbs.
+# ib_atomic_lat plus one ib_write_lat, issue 13's reference over verbs; the
+# 8-byte put also against ib_write_bw posting one write at a time.
 # Reported: the median of the rounds' medians [min-max].
 # EXTRA_SETTING="label|mpirun args" adds one more column.
 set -euo pipefail
@@ -43,6 +44,7 @@ perf_pair() {  # name tool args...
 }
 lat_of() { awk '$1 ~ /^[0-9]+$/ && NF >= 6 {print $5; exit}' "$out/$1.cli"; }   # t_typical
 bw_of() { awk '$1 ~ /^[0-9]+$/ && NF >= 4 {print $4; exit}' "$out/$1.cli"; }    # BW average MB/s
+us_per_msg_of() { awk '$1 ~ /^[0-9]+$/ && NF >= 5 && $5 > 0 {printf "%.2f", 1 / $5; exit}' "$out/$1.cli"; }  # 1 / MsgRate[Mpps]
 
 # The settings compared, all over verbs between two ranks of this one host.
 net=(-x ARMCI_SHM=0 -x ARMCI_NETWORK=verbs -x ARMCI_VNODE_SIZE=1)
@@ -66,7 +68,8 @@ armci_runs() {  # round
       { cat "$out/contig_${i}_$1.txt"; exit 1; }
     awk -F, -v s="${labels[$i]}" '$2 ~ /^(put|put\+fence|get)$/ && $3 ~ /^[0-9]+$/ {
         unit = $3 == 65536 ? "MB/s" : "us"; col = $3 == 65536 ? 5 : 4
-        print $2 "_" $3 "_" unit, s, $col }' "$csv" >> "$out/figures"
+        print $2 "_" $3 "_" unit, s, $col
+        if ($2 == "put" && $3 == 8) print "put-vs-serial_8_us", s, $col }' "$csv" >> "$out/figures"
     # shellcheck disable=SC2086
     timeout 600 mpirun -np 2 ${args[$i]} "${net[@]}" benchmarks/rmw_bench -q -c "$out/rmw_${i}_$1.csv" \
       > "$out/rmw_${i}_$1.txt" 2>&1 || { cat "$out/rmw_${i}_$1.txt"; exit 1; }
@@ -91,6 +94,13 @@ for ((round = 1; round <= rounds; round++)); do
   perf_pair atomic_lat ib_atomic_lat -A FETCH_AND_ADD -n "$iters"
   note put_8_us perftest "$(lat_of write_lat)"
   note put+fence_8_us perftest "$(lat_of write_lat)"
+  # contig_bench's put row is a loop of posts from one rank, each paying
+  # the whole of rdma_rxe's write (request, loopback response, ack,
+  # completion) on the poster's vCPU; ib_write_lat's half round trip lets
+  # the two sides' kernel work overlap on two vCPUs. The same loop in raw
+  # verbs: one signalled inline write at a time, polled before the next.
+  perf_pair write_serial ib_write_bw -s 8 -t 1 -Q 1 -I 8 -n "$iters"
+  note put-vs-serial_8_us perftest "$(us_per_msg_of write_serial)"
   note get_8_us perftest "$(lat_of read_lat)"
   note fetch-add_8_us perftest "$(lat_of atomic_lat)"
   # One atomic and one write: what a lock epoch with one put cannot beat.
@@ -115,7 +125,8 @@ echo
 echo "ARMCI over verbs ($rounds rounds; median [min-max]); the perftest rows of put are"
 echo "ib_write_lat, of get ib_read_lat, of fetch-add ib_atomic_lat -A FETCH_AND_ADD; of the"
 echo "window epochs (win_bench, ARMCI_Win_lock + 8 B put + unlock) ib_atomic_lat + ib_write_lat,"
-echo "of lock_unlock ib_atomic_lat"
+echo "of lock_unlock ib_atomic_lat; of put-vs-serial (the put row again) ib_write_bw -s 8 -t 1 -Q 1 -I 8,"
+echo "one signalled inline write at a time, in us per message"
 awk -v settings="${labels[*]} perftest" '
   { v[$1, $2] = v[$1, $2] " " $3; if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 } }
   function summary(list,   a, k, i, j, t) {
