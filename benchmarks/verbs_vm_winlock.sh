@@ -70,6 +70,7 @@ for ((round = 1; round <= rounds; round++)); do
 done
 
 echo
+echo "--- figures (measure setting us), every round:"; cat "$out/figures"
 echo "window epochs over verbs ($rounds rounds; median [min-max] us; ratio: median over perftest's)"
 echo "perftest: lock_put_unlock = ib_atomic_lat -A FETCH_AND_ADD + ib_write_lat -s 8; lock_unlock, fetch_add = ib_atomic_lat"
 awk '
@@ -88,7 +89,7 @@ awk '
       for (s = 1; s <= ns; s++) {
         if (v[rows[r], sets[s]] == "") continue
         text = summary(v[rows[r], sets[s]])
-        printf "%-18s %-22s %-24s %s\n", rows[r], sets[s], text, ref > 0 ? sprintf("%.2f", med / ref) : "-"
+        printf "%-18s %-22s %-24s %s\n", rows[r], sets[s], text, (ref > 0 ? sprintf("%.2f", med / ref) : "-")
       }
     }
   }' "$out/figures"
