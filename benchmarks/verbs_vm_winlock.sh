@@ -25,18 +25,7 @@ iters=${ITERS:-2000}
 rounds=${ROUNDS:-3}
 out=$(mktemp -d)
 
-perf_pair() {  # name tool args... (as verbs_vm_bench.sh pairs them)
-  local name=$1 tool=$2 try; shift 2
-  timeout 300 "$tool" -d "$dev" -x 1 "$@" > "$out/$name.srv" 2>&1 &
-  local server=$!
-  for try in 1 2 3 4 5 6 7 8 9 10; do
-    sleep 1
-    timeout 300 "$tool" -d "$dev" -x 1 "$@" "$ip" > "$out/$name.cli" 2>&1 && break
-    kill -0 "$server" 2>/dev/null || break
-  done
-  wait "$server" || true
-}
-lat_of() { awk '$1 ~ /^[0-9]+$/ && NF >= 6 {print $5; exit}' "$out/$1.cli"; }
+source "$top/benchmarks/bench_lib.sh"  # perf_pair, lat_of
 note() { echo "$1 $2 $3" >> "$out/figures"; }
 
 net=(-x ARMCI_SHM=0 -x ARMCI_NETWORK=verbs -x ARMCI_VNODE_SIZE=1)
