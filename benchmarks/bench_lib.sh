@@ -155,6 +155,22 @@ bench_plot() {
   "$py" "$script_dir/plot.py" -o "$out" "$@"
 }
 
+# The verbs_vm_*.sh scripts: outside the VM, runs SCRIPT again inside the
+# Soft-RoCE VM (../shared/rxe-vm) with the named variables passed in, and
+# does not return; inside, sets dev, ip and out (a scratch directory).
+bench_vm_enter() {  # SCRIPT "VARIABLE NAMES" args...
+  local script=$1 names=$2
+  shift 2
+  if [ -z "${RXE_VM:-}" ]; then
+    export RXE_VM_ENV="${RXE_VM_ENV:-} $names"
+    exec "${RXE_VM_SCRIPT:-$script_dir/../../shared/rxe-vm/run-in-rxe-vm.sh}" "$script" "$@"
+  fi
+  hostname armci-vm
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  dev=${RXE_VM_DEV:-rxe0} ip=${RXE_VM_IP:-10.99.0.1}
+  out=$(mktemp -d)
+}
+
 # Inside the Soft-RoCE VM (verbs_vm_*.sh): perftest pairs on device $dev,
 # server address $ip, output files in $out (the caller's variables).
 # perftest: server in the background, client against it; the client prints the table.

@@ -13,21 +13,12 @@
 # EXTRA_SETTING="label|mpirun args" adds one more column.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-if [ -z "${RXE_VM:-}" ]; then
-  vm=${RXE_VM_SCRIPT:-$top/../shared/rxe-vm/run-in-rxe-vm.sh}
-  export RXE_VM_ENV="${RXE_VM_ENV:-} ROUNDS ITERS EXTRA_SETTING"
-  exec "$vm" "$top/benchmarks/verbs_vm_bench.sh" "$@"
-fi
-
-hostname armci-vm
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-dev=${RXE_VM_DEV:-rxe0} ip=${RXE_VM_IP:-10.99.0.1}
+script_dir=$top/benchmarks
+source "$script_dir/bench_lib.sh"  # bench_vm_enter, perf_pair, lat_of, bw_of
+bench_vm_enter "$script_dir/verbs_vm_bench.sh" "ROUNDS ITERS EXTRA_SETTING" "$@"
 iters=${ITERS:-2000}
 rounds=${ROUNDS:-3}
-out=$(mktemp -d)
 
-# perftest pairs: perf_pair, lat_of, bw_of (bench_lib.sh).
-source "$top/benchmarks/bench_lib.sh"
 
 # The settings compared, all over verbs between two ranks of this one host.
 net=(-x ARMCI_SHM=0 -x ARMCI_NETWORK=verbs -x ARMCI_VNODE_SIZE=1)

@@ -12,20 +12,12 @@
 # of the rounds' medians [min-max] and its ratio to perftest.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-if [ -z "${RXE_VM:-}" ]; then
-  vm=${RXE_VM_SCRIPT:-$top/../shared/rxe-vm/run-in-rxe-vm.sh}
-  export RXE_VM_ENV="${RXE_VM_ENV:-} ROUNDS ITERS OLD_BUILD"
-  exec "$vm" "$top/benchmarks/verbs_vm_winlock.sh" "$@"
-fi
-
-hostname armci-vm
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-dev=${RXE_VM_DEV:-rxe0} ip=${RXE_VM_IP:-10.99.0.1}
+script_dir=$top/benchmarks
+source "$script_dir/bench_lib.sh"  # bench_vm_enter, perf_pair, lat_of, bw_of
+bench_vm_enter "$script_dir/verbs_vm_winlock.sh" "ROUNDS ITERS OLD_BUILD" "$@"
 iters=${ITERS:-2000}
 rounds=${ROUNDS:-3}
-out=$(mktemp -d)
 
-source "$top/benchmarks/bench_lib.sh"  # perf_pair, lat_of
 note() { echo "$1 $2 $3" >> "$out/figures"; }
 
 net=(-x ARMCI_SHM=0 -x ARMCI_NETWORK=verbs -x ARMCI_VNODE_SIZE=1)
