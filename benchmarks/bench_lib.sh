@@ -154,3 +154,39 @@ bench_plot() {
   fi
   "$py" "$script_dir/plot.py" -o "$out" "$@"
 }
+
+# The verbs_vm_*.sh scripts: outside the VM, runs SCRIPT again inside the
+# Soft-RoCE VM (../shared/rxe-vm) with the named variables passed in, and
+# does not return; inside, sets dev, ip and out (a scratch directory).
+bench_vm_enter() {  # SCRIPT "VARIABLE NAMES" args...
+  local script=$1 names=$2
+  shift 2
+  if [ -z "${RXE_VM:-}" ]; then
+    export RXE_VM_ENV="${RXE_VM_ENV:-} $names"
+    exec "${RXE_VM_SCRIPT:-$script_dir/../../shared/rxe-vm/run-in-rxe-vm.sh}" "$script" "$@"
+  fi
+  hostname armci-vm
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  dev=${RXE_VM_DEV:-rxe0} ip=${RXE_VM_IP:-10.99.0.1}
+  out=$(mktemp -d)
+}
+
+# Inside the Soft-RoCE VM (verbs_vm_*.sh): perftest pairs on device $dev,
+# server address $ip, output files in $out (the caller's variables).
+# perftest: server in the background, client against it; the client prints the table.
+# A loaded emulated guest may take seconds to start the server: the client
+# tries again while the server lives, and neither outlives its timeout.
+perf_pair() {  # name tool args...
+  local name=$1 tool=$2 try; shift 2
+  echo "   $tool $*"
+  timeout 300 "$tool" -d "$dev" -x 1 "$@" > "$out/$name.srv" 2>&1 &
+  local server=$!
+  for try in 1 2 3 4 5 6 7 8 9 10; do
+    sleep 1
+    timeout 300 "$tool" -d "$dev" -x 1 "$@" "$ip" > "$out/$name.cli" 2>&1 && break
+    kill -0 "$server" 2>/dev/null || break
+  done
+  wait "$server" || true
+}
+lat_of() { awk '$1 ~ /^[0-9]+$/ && NF >= 6 {print $5; exit}' "$out/$1.cli"; }   # t_typical
+bw_of() { awk '$1 ~ /^[0-9]+$/ && NF >= 4 {print $4; exit}' "$out/$1.cli"; }    # BW average MB/s

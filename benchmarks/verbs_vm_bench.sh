@@ -14,36 +14,12 @@
 # EXTRA_SETTING="label|mpirun args" adds one more column.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-if [ -z "${RXE_VM:-}" ]; then
-  vm=${RXE_VM_SCRIPT:-$top/../shared/rxe-vm/run-in-rxe-vm.sh}
-  export RXE_VM_ENV="${RXE_VM_ENV:-} ROUNDS ITERS EXTRA_SETTING"
-  exec "$vm" "$top/benchmarks/verbs_vm_bench.sh" "$@"
-fi
-
-hostname armci-vm
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-dev=${RXE_VM_DEV:-rxe0} ip=${RXE_VM_IP:-10.99.0.1}
+script_dir=$top/benchmarks
+source "$script_dir/bench_lib.sh"  # bench_vm_enter, perf_pair, lat_of, bw_of
+bench_vm_enter "$script_dir/verbs_vm_bench.sh" "ROUNDS ITERS EXTRA_SETTING" "$@"
 iters=${ITERS:-2000}
 rounds=${ROUNDS:-3}
-out=$(mktemp -d)
 
-# perftest: server in the background, client against it; the client prints the table.
-# A loaded emulated guest may take seconds to start the server: the client
-# tries again while the server lives, and neither outlives its timeout.
-perf_pair() {  # name tool args...
-  local name=$1 tool=$2 try; shift 2
-  echo "   $tool $*"
-  timeout 300 "$tool" -d "$dev" -x 1 "$@" > "$out/$name.srv" 2>&1 &
-  local server=$!
-  for try in 1 2 3 4 5 6 7 8 9 10; do
-    sleep 1
-    timeout 300 "$tool" -d "$dev" -x 1 "$@" "$ip" > "$out/$name.cli" 2>&1 && break
-    kill -0 "$server" 2>/dev/null || break
-  done
-  wait "$server" || true
-}
-lat_of() { awk '$1 ~ /^[0-9]+$/ && NF >= 6 {print $5; exit}' "$out/$1.cli"; }   # t_typical
-bw_of() { awk '$1 ~ /^[0-9]+$/ && NF >= 4 {print $4; exit}' "$out/$1.cli"; }    # BW average MB/s
 us_per_msg_of() { awk '$1 ~ /^[0-9]+$/ && NF >= 5 && $5 > 0 {printf "%.2f", 1 / $5; exit}' "$out/$1.cli"; }  # 1 / MsgRate[Mpps]
 
 # The settings compared, all over verbs between two ranks of this one host.

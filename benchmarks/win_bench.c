@@ -29,6 +29,10 @@
  *                       overlap fraction is computed as overlap_bench does
  *                       from the epoch alone, the computation alone and
  *                       both (0%: they add up, 100%: the transfer hidden)
+ * --one-way: in the lock cells (lock_put_unlock_*, lock_unlock, lpu_x_*)
+ * only the even ranks time epochs, the odd ones wait in the barrier: one
+ * origin per target, as perftest's latency pairs run (with every rank
+ * busy, two origins share the device and, on two cores, the CPUs too).
  * Samples of the two alternate (which goes first alternates too); each is a
  * calibrated number of back-to-back epochs between two MPI_Barriers, timed
  * on rank 0. Each cell is checked once before timing: the value written
@@ -77,6 +81,7 @@ static int reps = 9, warmup = 1;
 static double sample_s = 0.02;
 static const char *csv_path, *only_cells;
 static int np, left, right;
+static int one_way; /* --one-way */
 
 static ARMCI_Win awin;
 static long *abase;
@@ -298,6 +303,8 @@ static void open_epochs(enum op op, int open) {
 static double timed(const struct cell *c, enum impl impl, long iters) {
   MPI_Barrier(MPI_COMM_WORLD);
   const double t0 = now();
+  const int lock_cell = c->op == OP_LPU_X || c->op == OP_LPU_S || c->op == OP_LU || c->op == OP_LPU_SIZE;
+  if (one_way && lock_cell && me % 2) iters = 0;
   for (long i = 0; i < iters; i++) {
     if (impl == IMPL_ARMCI)
       armci_epoch(c, i);
@@ -495,6 +502,8 @@ int main(int argc, char **argv) {
       BENCH_OPT_CSV('c', &csv_path),
       {0, "cells", OPT_STRING, &only_cells, 0, 0, "PREFIXES",
        "run only the cells whose names start with one of these (comma list)", NULL, NULL, 0, NULL},
+      {0, "one-way", OPT_FLAG, &one_way, 0, 0, NULL,
+       "lock cells: only even ranks lock their right neighbour, as perftest's pairs", NULL, NULL, 0, NULL},
       BENCH_OPT_END,
   };
   bench_parse(argc, argv, opts,
