@@ -136,7 +136,7 @@ Window::Window(const char* call, WindowParts parts, const Group& group, void* ba
   targets_.resize(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) std::memcpy(&targets_[static_cast<std::size_t>(r)], records[static_cast<std::size_t>(r)].data(), sizeof(Target));
   try {
-    control_ = parts_.memory.collective_allocate(readers_offset(n), true, &members);
+    control_ = parts_.memory.collective_allocate(waiting_offset(n), true, &members);
   } catch (const std::exception& e) {
     fail(call, "allocating the window's control block failed: %s", e.what());
   }
@@ -233,6 +233,7 @@ void Window::free(const char* call) {
   parts_.completions.wait(call, held_writes_);
   parts_.completions.wait(call, held_gets_);
   parts_.completions.all_fence();
+  check_owed_posts(call);  // a member already waiting for a post of this rank would hang the barrier
   const Memory::Members members = parts_.groups.allocation_members(group_);
   if (allocated_any_) {
     parts_.memory.release(call, allocated_, &members);  // ends with the members' barrier
@@ -860,7 +861,7 @@ void Window::fence(const char* call, int assert) {
   arrivals_pending_ = false;  // the wait below covers every earlier fence's arrivals
   counts_.assign(others_.size(), epoch);
   wait_counts(call, "win", "reach the fence", "a member that never calls ARMCI_Win_fence", others_,
-              own_words(fenced_offset(0)), counts_);
+              own_words(fenced_offset(0)), counts_, Stuck::fence);
   // The members' writes into this window, announced by their flags, are
   // seen by what the application reads next.
   std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -1049,7 +1050,7 @@ void Window::await_arrival(const char* call, int rank) {
   counts_.assign(1, fences_);
   one_member_.assign(1, rank);
   wait_counts(call, "rank", "reach the fence", "a member that never calls ARMCI_Win_fence", one_member_,
-              own_words(fenced_offset(0)), counts_);
+              own_words(fenced_offset(0)), counts_, Stuck::fence);
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
@@ -1112,12 +1113,94 @@ bool Window::wait_until(Reached reached, bool by_cpu) {
 
 void Window::wait_counts(const char* call, const char* argument, const char* what, const char* likely_cause,
                          const std::vector<int>& ranks, const std::uint64_t* words,
-                         const std::vector<std::uint64_t>& counts) {
-  if (!wait_until([&] { return counts_reached(ranks, words, counts); }, flags_by_cpu_)) return;
+                         const std::vector<std::uint64_t>& counts, Stuck stuck) {
+  // The matched path ends long before the first look (a few hundred
+  // microseconds of polls): it writes and reads nothing more.
+  constexpr unsigned kStuckPolls = 4096;
+  unsigned polls = 0;
+  auto reached = [&] {
+    if (counts_reached(ranks, words, counts)) return true;
+    if (stuck != Stuck::none && ++polls % kStuckPolls == 0) [[unlikely]] {
+      if (stuck == Stuck::fence) {
+        check_owed_posts(call);
+      } else {
+        if (polls == kStuckPolls) announce_waiting(call, ranks, counts);
+        check_start_cycle(call, ranks, counts);
+      }
+    }
+    return false;
+  };
+  if (!wait_until(reached, flags_by_cpu_)) return;
   for (std::size_t i = 0; i < ranks.size(); ++i)
     if (std::atomic_ref<const std::uint64_t>(words[ranks[i]]).load(std::memory_order_acquire) < counts[i])
       fail(call, "argument '%s': window rank %d (world rank %d) did not %s within ARMCI_WIN_SYNC_TIMEOUT "
                  "(%ld s): %s?", argument, ranks[i], world(ranks[i]), what, parts_.sync_timeout_seconds, likely_cause);
+}
+
+// ------------------------------------------------------------------ mismatched PSCW groups
+
+// MPI matches the k-th start of o towards t with the k-th post of t that
+// includes o, however late: a start that finds its target exposed to
+// others only may be waiting, legally, for that target's next post. So a
+// mismatch is named where waiting can no longer end, which a rank sees
+// from its own words alone:
+// * a start that waits long stores, once, into each target it still waits
+//   for, its start count and its posts to that target (waiting_offset);
+// * a target in a fence or ARMCI_Win_free (collective: they need that
+//   origin, which cannot leave its start before this rank posts) that owes
+//   a waiting origin a post fails;
+// * a target that waits in its own start for that origin's post, when every
+//   post the origin made arrived, fails (neither can post while in start);
+// * at wait and test, a completion count above this rank's posts to the
+//   origin means an access epoch no post exposed (NOCHECK without a
+//   matching post, or a start whose target's group left it out): its
+//   writes were not synchronised, and the target says so.
+// A rank's own counts are exact, so none of these fires for a legal
+// program; a mismatch that still hangs elsewhere (a target that never calls
+// a window function) is left to ARMCI_WIN_SYNC_TIMEOUT.
+void Window::announce_waiting(const char* call, const std::vector<int>& targets,
+                              const std::vector<std::uint64_t>& counts) {
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    const int t = targets[i];
+    if (own_word(exposed_offset(t)) >= counts[i]) continue;
+    const std::uint64_t announced = (counts[i] & 0xffffffffu) << 32 | (posts_[static_cast<std::size_t>(t)] & 0xffffffffu);
+    parts_.sync.store64(call, word(t, waiting_offset(group_.my_rank)), announced);
+  }
+}
+
+void Window::check_start_cycle(const char* call, const std::vector<int>& targets,
+                               const std::vector<std::uint64_t>& counts) {
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    const int t = targets[i];
+    const std::uint64_t exposed = own_word(exposed_offset(t));
+    if (t == group_.my_rank || exposed >= counts[i]) continue;
+    const std::uint64_t w = own_word(waiting_offset(t));
+    const bool waits_for_me = (w >> 32) > (posts_[static_cast<std::size_t>(t)] & 0xffffffffu);
+    const bool its_posts_arrived = (w & 0xffffffffu) <= (exposed & 0xffffffffu);
+    if (w != 0 && waits_for_me && its_posts_arrived)
+      fail(call, "argument 'group': window rank %d (world rank %d) waits in its ARMCI_Win_start for an exposure "
+                 "epoch of this rank (window rank %d) while this rank waits for one of its: neither posted to the "
+                 "other (mismatched PSCW groups)", t, world(t), group_.my_rank);
+  }
+}
+
+void Window::check_owed_posts(const char* call) {
+  for (int o : others_) {
+    const std::uint64_t w = own_word(waiting_offset(o));
+    if ((w >> 32) > (posts_[static_cast<std::size_t>(o)] & 0xffffffffu))
+      fail(call, "argument 'win': window rank %d (world rank %d) waits in ARMCI_Win_start for an exposure epoch "
+                 "(ARMCI_Win_post) of this rank (window rank %d), which called %s instead (mismatched PSCW "
+                 "groups)", o, world(o), group_.my_rank, call);
+  }
+}
+
+void Window::check_unexposed_completions(const char* call) {
+  for (int o = 0; o < size(); ++o)
+    if (own_word(completed_offset(o)) > posts_[static_cast<std::size_t>(o)]) [[unlikely]]
+      fail(call, "argument 'group': window rank %d (world rank %d) completed an access epoch towards this rank "
+                 "(window rank %d) that no ARMCI_Win_post of this rank exposed to it: its operations were not "
+                 "synchronised (mismatched PSCW groups, or ARMCI_WIN_MODE_NOCHECK before the matching post)",
+           o, world(o), group_.my_rank);
 }
 
 void Window::start(const char* call, const std::vector<int>& targets, int assert) {
@@ -1128,7 +1211,7 @@ void Window::start(const char* call, const std::vector<int>& targets, int assert
   for (int t : targets) counts_.push_back(++starts_[static_cast<std::size_t>(t)]);
   if (!(assert & kNoCheck))
     wait_counts(call, "group", "post an exposure epoch including this rank", "mismatched PSCW groups", targets,
-                own_words(exposed_offset(0)), counts_);
+                own_words(exposed_offset(0)), counts_, Stuck::start);
   for (int t : targets) started_[static_cast<std::size_t>(t)] = 1;
   access_group_ = targets;
   // Empty groups are legal: mark the epoch open all the same.
@@ -1152,6 +1235,7 @@ void Window::wait(const char* call) {
   if (!posted_) fail(call, "argument 'win': no exposure epoch is open (ARMCI_Win_post was not called)");
   wait_counts(call, "group", "complete its access epoch", "mismatched PSCW groups", exposure_group_,
               own_words(completed_offset(0)), expect_);
+  check_unexposed_completions(call);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   posted_ = false;
 }
@@ -1160,6 +1244,7 @@ bool Window::test(const char* call) {
   if (!posted_) fail(call, "argument 'win': no exposure epoch is open (ARMCI_Win_post was not called)");
   parts_.progress.progress();
   if (!counts_reached(exposure_group_, own_words(completed_offset(0)), expect_)) return false;
+  check_unexposed_completions(call);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   posted_ = false;
   return true;

@@ -22,7 +22,13 @@
 //                       lock on this rank or tries to (windows wholly on one
 //                       node only: their lock word then holds the writer
 //                       alone; window.cpp, "Locks on one node")
-// Every word of the last two has one writer, so a store (or a put) does,
+//   [waiting_offset]    one word per group rank o: o's access epoch that
+//                       waits in ARMCI_Win_start for this rank's post
+//                       (high half: o's start count towards this rank) and
+//                       o's posts to this rank until then (low half);
+//                       written only by a start that waits long
+//                       (window.cpp, "Mismatched PSCW groups")
+// Every word of the last three has one writer, so a store (or a put) does,
 // and the counts only grow, so the reader waits for "at least".
 //
 // Reordering inside an epoch (ARMCI_WIN_REORDER): MPI-2 gives no order to
@@ -250,6 +256,7 @@ class Window {
   }
   std::size_t fenced_offset(int from) const { return 64 + static_cast<std::size_t>(2 * group_.size() + from) * 8; }
   std::size_t readers_offset(int from) const { return 64 + static_cast<std::size_t>(3 * group_.size() + from) * 8; }
+  std::size_t waiting_offset(int from) const { return 64 + static_cast<std::size_t>(4 * group_.size() + from) * 8; }
   // Locks on one node (cpu_locks_): CPU atomics on this process's mappings.
   void acquire_cpu(int rank, bool exclusive);
   void release_cpu(int rank, bool exclusive);
@@ -257,9 +264,19 @@ class Window {
   // naming the first rank still missing (mismatched PSCW groups, a member
   // that skips a fence).
   // words: this rank's array of one kind (exposed, completed, fenced), by group rank.
+  // stuck: what a long wait also looks for (window.cpp, "Mismatched PSCW
+  // groups"): a start announces itself to the targets it waits for and
+  // looks for a target that waits for it in turn; a fence for a member
+  // that waits in ARMCI_Win_start for a post of this rank.
+  enum class Stuck : std::uint8_t { none, start, fence };
   void wait_counts(const char* call, const char* argument, const char* what, const char* likely_cause,
                    const std::vector<int>& ranks, const std::uint64_t* words,
-                   const std::vector<std::uint64_t>& counts);
+                   const std::vector<std::uint64_t>& counts, Stuck stuck = Stuck::none);
+  // Mismatched PSCW groups, found without the timeout (each fails naming the rank).
+  void announce_waiting(const char* call, const std::vector<int>& targets, const std::vector<std::uint64_t>& counts);
+  void check_start_cycle(const char* call, const std::vector<int>& targets, const std::vector<std::uint64_t>& counts);
+  void check_owed_posts(const char* call);
+  void check_unexposed_completions(const char* call);
   // Polls until reached() (loads only when by_cpu: every word it reads is
   // stored by CPUs); true when ARMCI_WIN_SYNC_TIMEOUT passed first.
   template <class Reached>

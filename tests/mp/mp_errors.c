@@ -28,6 +28,13 @@
  * winop (ARMCI_Win_acc with ARMCI_WIN_MAX on double complex, which MPI
  * does not order), winfence (ARMCI_Win_fence that rank 1 never joins,
  * reported after the same timeout).
+ * Mismatched PSCW groups found without the timeout (ARMCI_WIN_SYNC_TIMEOUT
+ * is 600 s for these, so only the prompt check ends them within the
+ * runner's limit): winpscwfence (rank 0 waits in ARMCI_Win_start towards
+ * rank 1, which calls ARMCI_Win_fence instead of posting), winpscwcycle
+ * (ranks 0 and 1 each start towards the other, neither posts), winnocheck
+ * (rank 0 starts towards rank 1 under ARMCI_WIN_MODE_NOCHECK and completes
+ * without any post of rank 1; rank 1's next ARMCI_Win_wait names it).
  */
 #include "mp_common.h"
 
@@ -38,7 +45,8 @@ enum { REGION = 4096, WATCH_SECONDS = 5 };
 static const char *cases[] = {"range", "negsize", "outside", "straddle", "null", "uninit", "badtype", "badhandle",
                               "badop", "misaligned", "mutexrange", "notheld", "createtwice", "stridelevels",
                               "negstride", "vecneg", "grouprank", "groupfreed", "msgop", "msgtype",
-                              "winepoch", "winunlock", "winrank", "windisp", "winpscw", "winop", "winfence"};
+                              "winepoch", "winunlock", "winrank", "windisp", "winpscw", "winop", "winfence",
+                              "winpscwfence", "winpscwcycle", "winnocheck"};
 
 /* The rank before ARMCI_Init, from the launcher's environment. */
 static int launcher_rank(void) {
@@ -70,7 +78,8 @@ int main(int argc, char **argv) {
   if (!known) {
     fprintf(stderr, "usage: %s range|negsize|outside|straddle|null|uninit|badtype|badhandle|badop|misaligned|"
                     "mutexrange|notheld|createtwice|stridelevels|negstride|vecneg|grouprank|groupfreed|msgop|msgtype|"
-                    "winepoch|winunlock|winrank|windisp|winpscw|winop|winfence\n", argv[0]);
+                    "winepoch|winunlock|winrank|windisp|winpscw|winop|winfence|winpscwfence|winpscwcycle|winnocheck\n",
+            argv[0]);
     return 2;
   }
   const char *c = argv[1];
@@ -84,7 +93,9 @@ int main(int argc, char **argv) {
   }
 
   const int win_case = strncmp(c, "win", 3) == 0;
-  if (win_case) setenv("ARMCI_WIN_SYNC_TIMEOUT", "2", 1);
+  const int prompt_case = win_case && (strcmp(c, "winpscwfence") == 0 || strcmp(c, "winpscwcycle") == 0 ||
+                                       strcmp(c, "winnocheck") == 0);
+  if (win_case) setenv("ARMCI_WIN_SYNC_TIMEOUT", prompt_case ? "600" : "2", 1);
   mp_init(&argc, &argv);
   int me = mp_me, np = mp_np;
   MP_CHECK(np >= 2, "needs at least 2 processes, has %d", np);
@@ -99,6 +110,9 @@ int main(int argc, char **argv) {
   int pair[2] = {0, 1};
   ARMCI_Group_create(2, pair, &group);
   if (strcmp(c, "groupfreed") == 0) ARMCI_Group_free(&group);
+  /* Every one-rank group of the pair, made by every rank in the same order. */
+  ARMCI_Group single[2];
+  for (int r = 0; r < 2; ++r) ARMCI_Group_create(1, &r, &single[r]);
   /* Collective: a window over every rank's watched region. */
   ARMCI_Win win = NULL;
   if (win_case) MP_CHECK_INT(0, ARMCI_Win_create(base[me], REGION, 1, NULL, &win));
@@ -180,9 +194,28 @@ int main(int argc, char **argv) {
       ARMCI_Win_acc(ARMCI_ACC_DCP, ARMCI_WIN_MAX, src, 16, 1, 0, win);
     } else if (strcmp(c, "winfence") == 0) {
       ARMCI_Win_fence(0, win);
+    } else if (strcmp(c, "winpscwfence") == 0 || strcmp(c, "winpscwcycle") == 0) {
+      ARMCI_Win_start(&single[1], 0, win);
+    } else if (strcmp(c, "winnocheck") == 0) {
+      ARMCI_Win_start(&single[1], ARMCI_WIN_MODE_NOCHECK, win);
+      ARMCI_Win_complete(win);
     }
     /* The error may be detected only once the operation completes. */
     ARMCI_Fence(1);
+  } else if (me == 1 && strcmp(c, "winpscwfence") == 0) {
+    ARMCI_Win_fence(0, win);
+  } else if (me == 1 && strcmp(c, "winpscwcycle") == 0) {
+    ARMCI_Win_start(&single[0], 0, win);
+  } else if (me == 1 && strcmp(c, "winnocheck") == 0) {
+    /* Exposure epochs to itself only, for as long as the watch would last:
+     * rank 0's completion count arrives during one of them. */
+    double end = mp_now() + WATCH_SECONDS;
+    while (mp_now() < end) {
+      ARMCI_Win_post(&single[1], 0, win);
+      ARMCI_Win_start(&single[1], 0, win);
+      ARMCI_Win_complete(win);
+      ARMCI_Win_wait(win);
+    }
   } else if (me == 1) {
     watch_region(base[1]);
   }
