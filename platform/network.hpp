@@ -161,6 +161,8 @@ class Network {
   virtual void put_notify(int peer, std::span<const LocalSegment> local,
                           std::uint64_t remote_address, RemoteKey key, std::uint32_t value,
                           Completion& completion) = 0;
+  // Thread-safe (NotificationCounts): callable without the caller's
+  // network mutex, beside progress on another thread.
   virtual std::uint64_t notifications_received() const = 0;
   virtual std::uint64_t notifications_received(std::uint32_t value) const = 0;
 

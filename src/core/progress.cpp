@@ -14,6 +14,16 @@
 
 namespace armci {
 
+void WaitDeadline::check_slow() {
+  const auto now = std::chrono::steady_clock::now();
+  if (!started_) {
+    started_ = true;
+    since_ = now;
+    return;
+  }
+  if (now - since_ > std::chrono::seconds(seconds_)) expire_(context_);
+}
+
 void Backoff::pause() {
   // Oversubscribed (spin 0): the rank we wait for may be runnable on our very
   // core, and every poll round delays it; two rounds catch what is already

@@ -65,6 +65,42 @@ class BackgroundWork {
   bool pipeline_;
 };
 
+// A bound on the waits of one thread while it lives, for a collective that
+// has no timeout of its own (a window fence's reduction and barrier under
+// ARMCI_WIN_SYNC_TIMEOUT: a live member that never arrives would hang the
+// others, and no death detection ends that). Checked beside the liveness
+// probe, every 256 rounds of a wait: a wait that ends sooner pays nothing,
+// and no clock is read before the first check, from which the bound counts.
+class WaitDeadline {
+ public:
+  // seconds <= 0: no bound. expire(context) reports the error (it does not return).
+  using Expire = void (*)(const void* context);
+  WaitDeadline(long seconds, Expire expire, const void* context) : previous_(current_) {
+    if (seconds <= 0) return;
+    seconds_ = seconds;
+    expire_ = expire;
+    context_ = context;
+    current_ = this;
+  }
+  ~WaitDeadline() { current_ = previous_; }
+  WaitDeadline(const WaitDeadline&) = delete;
+  WaitDeadline& operator=(const WaitDeadline&) = delete;
+  static void check() {
+    if (current_ != nullptr) [[unlikely]]
+      current_->check_slow();
+  }
+
+ private:
+  void check_slow();
+  static inline thread_local WaitDeadline* current_ = nullptr;
+  WaitDeadline* previous_;
+  long seconds_ = 0;
+  Expire expire_ = nullptr;
+  const void* context_ = nullptr;
+  std::chrono::steady_clock::time_point since_{};
+  bool started_ = false;
+};
+
 class Progress {
  public:
   // network: nullptr when every peer is reached without one.
@@ -102,6 +138,12 @@ class Progress {
       advance_background();
     }
     wake_helper_for_background();
+  }
+  // This process's notifications received with `tag`, read without the
+  // mutex: the layer's counts are thread-safe (platform::NotificationCounts),
+  // so a fence polling them does not contend with the helper's progress.
+  std::uint64_t notifications_received(std::uint32_t tag) const {
+    return network_ ? network_->notifications_received(tag) : 0;
   }
   // The layer itself, for code that already holds the mutex: message
   // handlers and background work (they run inside progress()).
@@ -150,7 +192,10 @@ class Progress {
       if (done()) break;
       if (peer_failure_known()) [[unlikely]]
         check_peers_waiting(failure_seen_ns);
-      if ((++rounds & 255) == 0) probe_liveness();
+      if ((++rounds & 255) == 0) {
+        probe_liveness();
+        WaitDeadline::check();
+      }
       backoff.pause();
     }
   }

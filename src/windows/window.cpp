@@ -956,6 +956,8 @@ void Window::fence_deferred(const char* call, int assert) {
     const int n = size();
     counts_.resize(static_cast<std::size_t>(n));
     for (int r = 0; r < n; ++r) counts_[static_cast<std::size_t>(r)] = parts_.vector_messages.writes_sent(world(r));
+    const FenceStep step{this, call, "reduction of the message counts or the wait for those messages"};
+    const WaitDeadline bound(parts_.sync_timeout_seconds, fence_step_expired, &step);
     sum_counts_over_members();
     const std::uint64_t expected = counts_[static_cast<std::size_t>(group_.my_rank)];
     // No member sends more before the barrier, so the sum reaching the
@@ -969,8 +971,18 @@ void Window::fence_deferred(const char* call, int assert) {
   }
   fence_open_ = hold_ops_ = !(assert & kNoSucceed);
   if (nothing_around) return;
+  const FenceStep step{this, call, "barrier"};
+  const WaitDeadline bound(parts_.sync_timeout_seconds, fence_step_expired, &step);
   parts_.collectives.barrier(group_.team());
   std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+void Window::fence_step_expired(const void* context) {
+  const auto& at = *static_cast<const FenceStep*>(context);
+  const Window& w = *at.window;
+  fail(at.call, "argument 'win': window rank %d (world rank %d) waited ARMCI_WIN_SYNC_TIMEOUT (%ld s) in the "
+                "fence's %s over the window's %d members: a member that never calls ARMCI_Win_fence?",
+       w.group_.my_rank, w.world(w.group_.my_rank), w.parts_.sync_timeout_seconds, at.step, w.size());
 }
 
 void Window::sum_counts_over_members() {
@@ -1026,7 +1038,11 @@ void Window::fence_counted(const char* call, int assert) {
   }
   if (!(assert & kNoPrecede)) {
     counts_.assign(notified_sent_.begin(), notified_sent_.end());
-    sum_counts_over_members();
+    {
+      const FenceStep step{this, call, "reduction of the notification counts"};
+      const WaitDeadline bound(parts_.sync_timeout_seconds, fence_step_expired, &step);
+      sum_counts_over_members();
+    }
     const std::uint64_t expected = counts_[static_cast<std::size_t>(group_.my_rank)];
     const std::uint32_t tag = tags_[static_cast<std::size_t>(group_.my_rank)];
     std::uint64_t received = 0;
@@ -1039,6 +1055,8 @@ void Window::fence_counted(const char* call, int assert) {
   }
   fence_open_ = notify_puts_ = !(assert & kNoSucceed);
   if (nothing_around) return;
+  const FenceStep step{this, call, "barrier"};
+  const WaitDeadline bound(parts_.sync_timeout_seconds, fence_step_expired, &step);
   parts_.collectives.barrier(group_.team());
   // The members' writes, counted or completed before the barrier, are seen
   // by what the application reads next.

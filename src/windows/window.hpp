@@ -232,6 +232,15 @@ class Window {
   void fence_counted(const char* call, int assert);
   // Sums every member's per-target counts (counts_) into every member's counts_.
   void sum_counts_over_members();
+  // The deferred and counted fences' collective steps wait under
+  // ARMCI_WIN_SYNC_TIMEOUT too (a WaitDeadline): a member that never
+  // arrives ends them with this error instead of a hang.
+  struct FenceStep {
+    const Window* window;
+    const char* call;
+    const char* step;
+  };
+  static void fence_step_expired(const void* context);
 
   void acquire(const char* call, int rank, bool exclusive);
   void release(const char* call, int rank, WinLock held);

@@ -27,7 +27,9 @@
  * PSCW groups, reported after ARMCI_WIN_SYNC_TIMEOUT, set to 2 s here),
  * winop (ARMCI_Win_acc with ARMCI_WIN_MAX on double complex, which MPI
  * does not order), winfence (ARMCI_Win_fence that rank 1 never joins,
- * reported after the same timeout).
+ * reported after the same timeout), winfencedeferred and winfencecounted
+ * (the same under ARMCI_WIN_FENCE=deferred and counted, whose reduction and
+ * barrier have the same timeout).
  * Mismatched PSCW groups found without the timeout (ARMCI_WIN_SYNC_TIMEOUT
  * is 600 s for these, so only the prompt check ends them within the
  * runner's limit): winpscwfence (rank 0 waits in ARMCI_Win_start towards
@@ -46,7 +48,8 @@ static const char *cases[] = {"range", "negsize", "outside", "straddle", "null",
                               "badop", "misaligned", "mutexrange", "notheld", "createtwice", "stridelevels",
                               "negstride", "vecneg", "grouprank", "groupfreed", "msgop", "msgtype",
                               "winepoch", "winunlock", "winrank", "windisp", "winpscw", "winop", "winfence",
-                              "winpscwfence", "winpscwcycle", "winnocheck"};
+                              "winpscwfence", "winpscwcycle", "winnocheck", "winfencedeferred",
+                              "winfencecounted"};
 
 /* The rank before ARMCI_Init, from the launcher's environment. */
 static int launcher_rank(void) {
@@ -78,7 +81,8 @@ int main(int argc, char **argv) {
   if (!known) {
     fprintf(stderr, "usage: %s range|negsize|outside|straddle|null|uninit|badtype|badhandle|badop|misaligned|"
                     "mutexrange|notheld|createtwice|stridelevels|negstride|vecneg|grouprank|groupfreed|msgop|msgtype|"
-                    "winepoch|winunlock|winrank|windisp|winpscw|winop|winfence|winpscwfence|winpscwcycle|winnocheck\n",
+                    "winepoch|winunlock|winrank|windisp|winpscw|winop|winfence|winpscwfence|winpscwcycle|winnocheck|winfencedeferred|"
+                    "winfencecounted\n",
             argv[0]);
     return 2;
   }
@@ -96,6 +100,8 @@ int main(int argc, char **argv) {
   const int prompt_case = win_case && (strcmp(c, "winpscwfence") == 0 || strcmp(c, "winpscwcycle") == 0 ||
                                        strcmp(c, "winnocheck") == 0);
   if (win_case) setenv("ARMCI_WIN_SYNC_TIMEOUT", prompt_case ? "600" : "2", 1);
+  if (strcmp(c, "winfencedeferred") == 0) setenv("ARMCI_WIN_FENCE", "deferred", 1);
+  if (strcmp(c, "winfencecounted") == 0) setenv("ARMCI_WIN_FENCE", "counted", 1);
   mp_init(&argc, &argv);
   int me = mp_me, np = mp_np;
   MP_CHECK(np >= 2, "needs at least 2 processes, has %d", np);
@@ -192,7 +198,8 @@ int main(int argc, char **argv) {
     } else if (strcmp(c, "winop") == 0) {
       ARMCI_Win_lock(ARMCI_WIN_LOCK_EXCLUSIVE, 1, 0, win);
       ARMCI_Win_acc(ARMCI_ACC_DCP, ARMCI_WIN_MAX, src, 16, 1, 0, win);
-    } else if (strcmp(c, "winfence") == 0) {
+    } else if (strcmp(c, "winfence") == 0 || strcmp(c, "winfencedeferred") == 0 ||
+               strcmp(c, "winfencecounted") == 0) {
       ARMCI_Win_fence(0, win);
     } else if (strcmp(c, "winpscwfence") == 0 || strcmp(c, "winpscwcycle") == 0) {
       ARMCI_Win_start(&single[1], 0, win);
