@@ -24,7 +24,8 @@
  *    windows locked at once, strided puts/gets/accs, ARMCI_Win_create over
  *    ARMCI_Malloc memory;
  *  - two windows whose fence epochs overlap, with puts in flight to the
- *    same targets in both, closed in turn (each fence counts its own).
+ *    same targets in both, closed in turn (each fence counts its own);
+ *  - a fence right after 2 MiB of 64 KiB puts to a rank, checked at once.
  * With the argument fence-deferred or fence-counted, all of it under
  * ARMCI_WIN_FENCE=deferred or counted (set here before ARMCI_Init). */
 #include "mp_common.h"
@@ -209,6 +210,39 @@ static void two_windows_alternate(void) {
   MP_CHECK_INT(0, ARMCI_Win_fence(ARMCI_WIN_MODE_NOSUCCEED, wb));
   MP_CHECK_INT(0, ARMCI_Win_free(&wb));
   MP_CHECK_INT(0, ARMCI_Win_free(&wa));
+}
+
+/* A fence that closes many large puts still on their way: every rank puts
+ * BLOCKS blocks of BLOCK bytes (past every transport's eager sizes) to its
+ * left neighbour, fences, and checks at once what its right neighbour put.
+ * The left neighbour is not the rank a barrier hears from first, so only
+ * the counted fence's wait for its notifications (or the other designs'
+ * completion) keeps the target from reading before the data landed. Slots
+ * alternate by round, as in two_windows_alternate. */
+static void fence_bulk_puts(void) {
+  enum { BLOCK = 64 * 1024, BLOCKS = 32, BULK_ROUNDS = 4 };
+  static unsigned char out[BLOCKS * BLOCK], expect[BLOCKS * BLOCK];
+  const size_t slot_bytes = (size_t)BLOCKS * BLOCK;
+  unsigned char *base;
+  ARMCI_Win win;
+  MP_CHECK_INT(0, ARMCI_Win_allocate(2 * slot_bytes, 1, NULL, (void **)&base, &win));
+  memset(base, 0, 2 * slot_bytes);
+  const int right = (mp_me + 1) % mp_np, left = (mp_me + mp_np - 1) % mp_np;
+  MP_CHECK_INT(0, ARMCI_Win_fence(0, win));
+  for (int round = 0; round < BULK_ROUNDS; ++round) {
+    const size_t slot = (size_t)(round % 2) * slot_bytes;
+    mp_fill_pattern(out, slot_bytes, mp_me + 11 * round, left, 0);
+    for (int k = 0; k < BLOCKS; ++k)
+      MP_CHECK_INT(0, ARMCI_Win_put(out + (size_t)k * BLOCK, BLOCK, left, slot + (size_t)k * BLOCK, win));
+    MP_CHECK_INT(0, ARMCI_Win_fence(0, win));
+    mp_fill_pattern(expect, slot_bytes, right + 11 * round, mp_me, 0);
+    /* The last block first: the one most likely still on its way. */
+    MP_CHECK_BYTES(expect + slot_bytes - BLOCK, base + slot + slot_bytes - BLOCK, BLOCK,
+                   "bulk fence: the last block from the right neighbour");
+    MP_CHECK_BYTES(expect, base + slot, slot_bytes, "bulk fence: every block from the right neighbour");
+  }
+  MP_CHECK_INT(0, ARMCI_Win_fence(ARMCI_WIN_MODE_NOSUCCEED, win));
+  MP_CHECK_INT(0, ARMCI_Win_free(&win));
 }
 
 /* Every ARMCI_WIN_* op from every rank at once to every target, under
@@ -600,6 +634,8 @@ int main(int argc, char **argv) {
   subgroup_and_two_windows();
   mp_set_where("two_windows_alternate");
   two_windows_alternate();
+  mp_set_where("fence_bulk_puts");
+  fence_bulk_puts();
   MP_CHECK_INT(0, ARMCI_Finalize());
   mp_pass("mp_windows", mp_me);
   return 0;
