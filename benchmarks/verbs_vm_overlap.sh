@@ -5,15 +5,16 @@
 # directory after make:
 #   benchmarks/verbs_vm_overlap.sh
 # The VM emulates its CPU: absolute times are slow, percentages and ratios
-# are what to read. PART=runs|overlap|contig|busy|aggregate|strided runs one
-# part (runs: OVERLAP_RUNS jobs of the default settings, median and spread);
+# are what to read. PART=runs|trace|overlap|contig|busy|aggregate|strided runs one
+# part (trace: one job per op under `perf record -a -e sched:sched_switch`, each
+# thread's time on each vCPU, benchmarks/sched_oncpu.py) (runs: OVERLAP_RUNS jobs of the default settings, median and spread);
 # STRIDED_PROTOCOLS and STRIDED_PIECES narrow the strided part.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 if [ -z "${RXE_VM:-}" ]; then
   vm=${RXE_VM_SCRIPT:-$top/../shared/rxe-vm/run-in-rxe-vm.sh}
   export RXE_VM_TIMEOUT=${RXE_VM_TIMEOUT:-1800}
-  export RXE_VM_ENV="${RXE_VM_ENV:-} PART OVERLAP_RUNS OVERLAP_SIZES STRIDED_PROTOCOLS STRIDED_TARGETS STRIDED_PIECES"
+  export RXE_VM_ENV="${RXE_VM_ENV:-} PART OVERLAP_RUNS OVERLAP_SIZES STRIDED_PROTOCOLS STRIDED_TARGETS STRIDED_PIECES TRACE_OPS"
   exec "$vm" "$top/benchmarks/verbs_vm_overlap.sh" "$@"
 fi
 
@@ -47,6 +48,37 @@ if [ "$part" = all ] || [ "$part" = runs ]; then
         printf "%-6s %9s %14.1f [%.1f-%.1f] (runs:%s)\n", key[1], key[2], med, a[1], a[k], runs_sorted
       }
     }' "$summary"
+fi
+if [ "$part" = trace ]; then
+  # Who takes which vCPU while rank 0 overlaps: every thread of both ranks
+  # labelled (the first task is the rank's main thread).
+  tmp=$(mktemp -d)
+  cat > "$tmp/rank.sh" <<'W'
+#!/bin/sh
+dir=$1; shift
+# Once the library's threads exist (ARMCI_Init), name them; a loop of shell
+# builtins and one sleep a second, so that the labeller itself hardly runs.
+r=$OMPI_COMM_WORLD_RANK
+(while sleep 1; do
+   set -- /proc/$$/task/*
+   [ -d "$1" ] || exit 0
+   [ $# -gt 1 ] || continue
+   for t; do read -r c < "$t/comm"; [ "${t##*/}" = $$ ] && c=$c-main; echo "${t##*/} rank$r/$c"; done > "$dir/labels.$r"
+   exit 0
+ done) &
+exec "$@"
+W
+  chmod +x "$tmp/rank.sh"
+  for op in ${TRACE_OPS:-put get}; do
+    echo "=== sched trace over verbs, $op ${OVERLAP_SIZES:-64K}, default settings, --bind-to none"
+    rm -f "$tmp"/labels.*
+    timeout 900 perf record -q -a -e sched:sched_switch -o "$tmp/p.data" -- mpirun -np 2 --bind-to none "${net[@]}" \
+      "$tmp/rank.sh" "$tmp" benchmarks/overlap_bench -o "$op" -s "${OVERLAP_SIZES:-64K}" -r 5 -m 20 2>&1 | grep -E "^$op "
+    perf script -i "$tmp/p.data" -F comm,tid,cpu,time,event,trace > "$tmp/p.txt" 2>/dev/null
+    cat "$tmp"/labels.* > "$tmp/labels"
+    python3 "$top/benchmarks/sched_oncpu.py" "$tmp/p.txt" "$tmp/labels"
+  done
+  rm -rf "$tmp"
 fi
 if [ "$part" = all ] || [ "$part" = overlap ]; then
   for protocol in direct buffered; do
