@@ -65,15 +65,7 @@ void Backoff::pause() {
     sched_yield();
     return;
   }
-  // The nap grows with the wait, to 1/16 of it (at most 1 ms): a rank idle
-  // in a barrier while its peer computes for seconds took 40-50% of a vCPU
-  // of the Soft-RoCE VM in 50 us naps (verbs_vm_overlap.sh PART=trace), the
-  // very core the peer's helper and the kernel's rdma_rxe work need to
-  // overlap; a wait that ends during a nap is late by at most 1/16.
-  const auto waited = std::chrono::steady_clock::now() - since_;
-  const auto nap_ns = std::clamp<std::int64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(waited).count() / 16, 50 * 1000, 1000 * 1000);
-  const timespec nap{0, static_cast<long>(nap_ns)};
+  const timespec nap{0, 50 * 1000};
   nanosleep(&nap, nullptr);
 }
 
