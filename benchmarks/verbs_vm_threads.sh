@@ -37,8 +37,9 @@ for setting in ${SETTINGS:-default none default none}; do
            if ($1 != "win_bench" && $1 !~ /^armci-/) next
            kind = $1 ~ /^armci-/ ? $1 : (pid == tid ? "main" : "other")
            state = "?"; if (match($0, /prev_state=[A-Z]/)) state = substr($0, RSTART + 11, 1)
-           n[pid " " kind]++; s[pid " " kind " " state]++ }
+           n[pid " " kind]++; s[pid " " kind " " state]++; total[pid]++ }
          END { for (k in n) {
+                 if (total[substr(k, 1, index(k, " ") - 1)] < 100) continue  # short-lived children of the ranks
                  line = sprintf("   pid %-6s %-16s %6d switches:", substr(k, 1, index(k, " ") - 1), substr(k, index(k, " ") + 1), n[k])
                  split("S D R", st, " ")
                  for (i = 1; i <= 3; i++) line = line sprintf(" %s %d", st[i], s[k " " st[i]] + 0)
