@@ -44,9 +44,18 @@ for ((round = 1; round <= rounds; round++)); do
     { cat "$out/rmw_$round.txt"; exit 1; }
   awk -F, '$3 == "fetch_add_long" && $4 == "rank1" { print "fetch_add one-way", $5 }' "$out/rmw_$round.csv" >> "$out/figures"
   if [ -n "${OLD_BUILD:-}" ] && ((round % 2 == 0)); then win old-both "$OLD_BUILD" ""; fi
-  win one-way . "" --one-way
-  win both . ""
-  win one-way-helper=none . "-x ARMCI_HELPER=none" --one-way
+  # The helper's two settings swap places every round: a host whose speed
+  # drifts during a run (other jobs, a vCPU descheduled) otherwise always
+  # favours the one measured first.
+  if ((round % 2 == 1)); then
+    win one-way . "" --one-way
+    win both . ""
+    win one-way-helper=none . "-x ARMCI_HELPER=none" --one-way
+  else
+    win one-way-helper=none . "-x ARMCI_HELPER=none" --one-way
+    win both . ""
+    win one-way . "" --one-way
+  fi
   if [ -n "${OLD_BUILD:-}" ] && ((round % 2 == 1)); then win old-both "$OLD_BUILD" ""; fi
 done
 

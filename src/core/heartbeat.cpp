@@ -72,7 +72,10 @@ Heartbeat::Heartbeat(const Peers& peers, Progress& progress, const Settings& set
       watched_.push_back({rank, slot, host_of[r], 0, start, false});
     }
   });
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    name_this_thread("armci-heartbeat");
+    run();
+  });
 }
 
 std::vector<int> Heartbeat::partners(const std::vector<std::vector<int>>& hosts, std::size_t host, int index) {

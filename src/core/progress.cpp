@@ -69,6 +69,8 @@ void Backoff::pause() {
   nanosleep(&nap, nullptr);
 }
 
+void name_this_thread(const char* name) { pthread_setname_np(pthread_self(), name); }
+
 Progress::Progress(const Settings& settings, int rank, platform::Network* network)
     : settings_(settings), rank_(rank), network_(network) {}
 
@@ -82,7 +84,10 @@ void Progress::start_helper() {
   kick_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (stop_ < 0 || kick_ < 0) fail("ARMCI_Init", "eventfd for the helper thread failed");
   shares_core_ = only_one_cpu_allowed();
-  helper_ = std::thread([this, wakeup] { helper_loop(wakeup); });
+  helper_ = std::thread([this, wakeup] {
+    name_this_thread("armci-helper");
+    helper_loop(wakeup);
+  });
   place_helper();
 }
 

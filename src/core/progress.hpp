@@ -101,6 +101,10 @@ class WaitDeadline {
   bool started_ = false;
 };
 
+// Gives the calling thread a name that ps, top -H and perf's sched traces
+// show, so a trace tells the library's threads from the application's.
+void name_this_thread(const char* name);
+
 class Progress {
  public:
   // network: nullptr when every peer is reached without one.
