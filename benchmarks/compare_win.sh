@@ -13,7 +13,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
 bench_init compare_win "$@"
-bench_make win_bench
+bench_make win_bench sync_floor
 b=$build_dir/benchmarks
 labels=()
 for np in ${NPS:-2 4}; do
@@ -21,6 +21,9 @@ for np in ${NPS:-2 4}; do
   bench_run "win.ucx.np$np" "$b/win_bench" "ARMCI_SHM=0 ARMCI_VNODE_SIZE=1 ARMCI_NETWORK=ucx" \
     ${bench_args[@]+"${bench_args[@]}"}
   labels+=("shm.np$np" "ucx.np$np")
+  # The same number of processes with no library at all: what any fence
+  # or PSCW epoch costs at least here (benchmarks/sync_floor.c).
+  "$b/sync_floor" -n "$np" > "$results/floor.np$np.csv"
 done
 
 python3 - "$results" "${labels[@]}" <<'PY'
@@ -38,4 +41,24 @@ for l in labels:
                   if r.get("armci_overlap_pct") else "")
             print(f"{l:<9} {r['op']:<18} {float(r['armci_us']):>9.3f} {a:<17} {float(r['mpi_us']):>9.3f} {m:<17} "
                   f"{float(r['mpi_over_armci']):>9.2f}{ov}")
+
+# A ratio to MPI cannot pass MPI's time over the floor of the same shape.
+print("\n== the floor: forked processes exchanging flags in shared memory, no library (sync_floor);")
+print("   best ratio = MPI's time over the floor, the most any library could reach")
+print(f"{'run':<9} {'op':<18} {'floor us':>9} {'(min-max)':<17} {'ours us':>9} {'mpi us':>9} {'best ratio':>10}")
+for l in labels:
+    if not l.startswith("shm."):
+        continue
+    np = l.split(".np")[1]
+    with open(f"{res}/win.{l}.csv", newline="") as f:
+        cells = {r["op"]: r for r in csv.DictReader(f)}
+    with open(f"{res}/floor.np{np}.csv", newline="") as f:
+        floors = [r for r in csv.DictReader(line for line in f if not line.startswith("#"))]
+    for fl in floors:
+        op = {"fence": "fence_empty", "pscw_ring": "pscw_ring"}[fl["shape"]]
+        if op not in cells:
+            continue
+        r, floor = cells[op], float(fl["us"])
+        print(f"{'np' + np:<9} {op:<18} {floor:>9.3f} {'(' + fl['min_us'] + '-' + fl['max_us'] + ')':<17} "
+              f"{float(r['armci_us']):>9.3f} {float(r['mpi_us']):>9.3f} {float(r['mpi_us']) / floor:>10.2f}")
 PY
