@@ -957,7 +957,6 @@ void Window::fence_deferred(const char* call, int assert) {
     counts_.resize(static_cast<std::size_t>(n));
     for (int r = 0; r < n; ++r) counts_[static_cast<std::size_t>(r)] = parts_.vector_messages.writes_sent(world(r));
     const FenceStep step{this, call, "reduction of the message counts or the wait for those messages"};
-    const WaitDeadline bound(parts_.sync_timeout_seconds, fence_step_expired, &step);
     sum_counts_over_members();
     const std::uint64_t expected = counts_[static_cast<std::size_t>(group_.my_rank)];
     // No member sends more before the barrier, so the sum reaching the
@@ -972,7 +971,6 @@ void Window::fence_deferred(const char* call, int assert) {
   fence_open_ = hold_ops_ = !(assert & kNoSucceed);
   if (nothing_around) return;
   const FenceStep step{this, call, "barrier"};
-  const WaitDeadline bound(parts_.sync_timeout_seconds, fence_step_expired, &step);
   parts_.collectives.barrier(group_.team());
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
@@ -1040,7 +1038,6 @@ void Window::fence_counted(const char* call, int assert) {
     counts_.assign(notified_sent_.begin(), notified_sent_.end());
     {
       const FenceStep step{this, call, "reduction of the notification counts"};
-      const WaitDeadline bound(parts_.sync_timeout_seconds, fence_step_expired, &step);
       sum_counts_over_members();
     }
     const std::uint64_t expected = counts_[static_cast<std::size_t>(group_.my_rank)];
@@ -1056,7 +1053,6 @@ void Window::fence_counted(const char* call, int assert) {
   fence_open_ = notify_puts_ = !(assert & kNoSucceed);
   if (nothing_around) return;
   const FenceStep step{this, call, "barrier"};
-  const WaitDeadline bound(parts_.sync_timeout_seconds, fence_step_expired, &step);
   parts_.collectives.barrier(group_.team());
   // The members' writes, counted or completed before the barrier, are seen
   // by what the application reads next.

@@ -72,6 +72,7 @@
 #include <vector>
 
 #include "src/core/groups.hpp"
+#include "src/core/progress.hpp"
 #include "src/core/settings.hpp"
 #include "src/core/strided.hpp"
 #include "src/core/sync.hpp"
@@ -233,12 +234,15 @@ class Window {
   // Sums every member's per-target counts (counts_) into every member's counts_.
   void sum_counts_over_members();
   // The deferred and counted fences' collective steps wait under
-  // ARMCI_WIN_SYNC_TIMEOUT too (a WaitDeadline): a member that never
-  // arrives ends them with this error instead of a hang.
+  // ARMCI_WIN_SYNC_TIMEOUT too: a member that never arrives ends them with
+  // fence_step_expired's error instead of a hang. Lives as long as the step.
   struct FenceStep {
+    FenceStep(const Window* w, const char* c, const char* s)
+        : window(w), call(c), step(s), bound(w->parts_.sync_timeout_seconds, fence_step_expired, this) {}
     const Window* window;
     const char* call;
     const char* step;
+    const WaitDeadline bound;
   };
   static void fence_step_expired(const void* context);
 
