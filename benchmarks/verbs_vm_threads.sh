@@ -6,7 +6,7 @@
 # uninterruptible, R preempted). The library names its threads
 # (armci-helper, armci-heartbeat), so the helper's share is read directly.
 # Run from the build directory:
-#   flock /work/brief/bench.lock ../benchmarks/verbs_vm_threads.sh
+#   ../benchmarks/verbs_vm_threads.sh
 # SETTINGS (default "default none default none"): default, none
 # (ARMCI_HELPER=none) or idle (ARMCI_PROGRESS_IDLE_US=999999, a helper that
 # never takes over); CELLS (default lock_put_unlock_x,lock_unlock).

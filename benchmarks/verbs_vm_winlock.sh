@@ -6,7 +6,7 @@
 # ("both", what verbs_vm_bench.sh measures) and with one origin per target
 # (--one-way, the shape of perftest's pairs), and rmw_bench's fetch-add.
 # Run from the build directory:
-#   flock /work/brief/bench.lock benchmarks/verbs_vm_winlock.sh
+#   benchmarks/verbs_vm_winlock.sh
 # ROUNDS (default 3) rounds; OLD_BUILD=dir adds that build's win_bench
 # (both ways) to every round, alternated with this one. Reported: the median
 # of the rounds' medians [min-max] and its ratio to perftest.
