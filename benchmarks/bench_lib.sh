@@ -190,3 +190,4 @@ perf_pair() {  # name tool args...
 }
 lat_of() { awk '$1 ~ /^[0-9]+$/ && NF >= 6 {print $5; exit}' "$out/$1.cli"; }   # t_typical
 bw_of() { awk '$1 ~ /^[0-9]+$/ && NF >= 4 {print $4; exit}' "$out/$1.cli"; }    # BW average MB/s
+us_per_msg_of() { awk '$1 ~ /^[0-9]+$/ && NF >= 5 && $5 > 0 {printf "%.2f", 1 / $5; exit}' "$out/$1.cli"; }  # 1 / MsgRate[Mpps]

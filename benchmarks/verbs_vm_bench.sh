@@ -15,12 +15,10 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 script_dir=$top/benchmarks
-source "$script_dir/bench_lib.sh"  # bench_vm_enter, perf_pair, lat_of, bw_of
+source "$script_dir/bench_lib.sh"  # bench_vm_enter, perf_pair, lat_of, bw_of, us_per_msg_of
 bench_vm_enter "$script_dir/verbs_vm_bench.sh" "ROUNDS ITERS EXTRA_SETTING" "$@"
 iters=${ITERS:-2000}
 rounds=${ROUNDS:-3}
-
-us_per_msg_of() { awk '$1 ~ /^[0-9]+$/ && NF >= 5 && $5 > 0 {printf "%.2f", 1 / $5; exit}' "$out/$1.cli"; }  # 1 / MsgRate[Mpps]
 
 # The settings compared, all over verbs between two ranks of this one host.
 net=(-x ARMCI_SHM=0 -x ARMCI_NETWORK=verbs -x ARMCI_VNODE_SIZE=1)

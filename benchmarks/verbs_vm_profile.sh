@@ -13,17 +13,17 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 script_dir=$top/benchmarks
-source "$script_dir/bench_lib.sh"  # bench_vm_enter, perf_pair
+source "$script_dir/bench_lib.sh"  # bench_vm_enter, perf_pair, us_per_msg_of
 bench_vm_enter "$script_dir/verbs_vm_profile.sh" "PROFILE TOP" "$@"
 net=(-x ARMCI_SHM=0 -x ARMCI_NETWORK=verbs -x ARMCI_VNODE_SIZE=1)
 rows=${TOP:-40}
 
-echo "== floor: ib_write_bw -s 8, 64 deep, one completion per 16 writes"
+echo "== floor: ib_write_bw -s 8, 128 deep, one completion per 16 writes"
 perf_pair floor ib_write_bw -s 8 -t 128 -Q 16 -n 20000 -I 8
-awk '$1 ~ /^[0-9]+$/ && NF >= 5 && $5 > 0 {printf "   %.2f us per 8 B write (%.3f Mpps)\n", 1 / $5, $5; exit}' "$out/floor.cli"
+echo "   $(us_per_msg_of floor) us per 8 B write"
 echo "== one signalled write at a time: ib_write_bw -s 8 -t 1 -Q 1"
 perf_pair serial ib_write_bw -s 8 -t 1 -Q 1 -n 5000 -I 8
-awk '$1 ~ /^[0-9]+$/ && NF >= 5 && $5 > 0 {printf "   %.2f us per 8 B write (%.3f Mpps)\n", 1 / $5, $5; exit}' "$out/serial.cli"
+echo "   $(us_per_msg_of serial) us per 8 B write"
 
 report() {  # name comm command...
   local name=$1 comm=$2; shift 2
