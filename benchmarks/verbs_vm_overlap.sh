@@ -5,9 +5,10 @@
 # directory after make:
 #   benchmarks/verbs_vm_overlap.sh
 # The VM emulates its CPU: absolute times are slow, percentages and ratios
-# are what to read. PART=runs|trace|overlap|contig|busy|aggregate|strided runs one
+# are what to read. PART=runs|floor|trace|overlap|contig|busy|aggregate|strided runs one
 # part (trace: one job per op under `perf record -a -e sched:sched_switch`, each
-# thread's time on each vCPU, benchmarks/sched_oncpu.py) (runs: OVERLAP_RUNS jobs of the default settings, median and spread);
+# thread's time on each vCPU, benchmarks/sched_oncpu.py) (runs: OVERLAP_RUNS jobs of the default settings, median and spread,
+# then the floor: benchmarks/overlap_floor, the same measurement over raw verbs with no library);
 # STRIDED_PROTOCOLS and STRIDED_PIECES narrow the strided part.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,10 +25,26 @@ part=${PART:-all}
 net=(-x ARMCI_SHM=0 -x ARMCI_NETWORK=verbs)
 run() { timeout 900 mpirun -np 2 --bind-to none "$@" 2>&1 | grep -v '^#' | sed '/^impl,/,$d'; }
 
+# Lines "op bytes pct" from several jobs -> per (op, bytes): the median of
+# the jobs [min-max] and every job's figure.
+median_of_runs() {
+  awk '{ v[$1 " " $2] = v[$1 " " $2] " " $3; if (!(($1 " " $2) in seen)) { seen[$1 " " $2] = 1; order[++n] = $1 " " $2 } }
+    END {
+      printf "%-10s %9s %28s\n", "op", "bytes", "overlap_pct median [min-max]"
+      for (m = 1; m <= n; m++) {
+        k = split(v[order[m]], a, " ")
+        for (i = 2; i <= k; i++) for (j = i; j > 1 && a[j] + 0 < a[j-1] + 0; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+        med = k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
+        split(order[m], key, " ")
+        runs_sorted = ""; for (i = 1; i <= k; i++) runs_sorted = runs_sorted " " a[i]
+        printf "%-10s %9s %14.1f [%.1f-%.1f] (runs:%s)\n", key[1], key[2], med, a[1], a[k], runs_sorted
+      }
+    }' "$1"
+}
+runs=${OVERLAP_RUNS:-5}
 if [ "$part" = all ] || [ "$part" = runs ]; then
   # The default protocol with a free core for the helper: OVERLAP_RUNS (default 5)
   # separate jobs, overlap_pct as median [min-max] of the jobs' medians.
-  runs=${OVERLAP_RUNS:-5}
   summary=$(mktemp)
   echo "=== overlap over verbs, default settings, --bind-to none, $runs runs"
   for ((i = 1; i <= runs; i++)); do
@@ -36,18 +53,20 @@ if [ "$part" = all ] || [ "$part" = runs ]; then
       -s ${OVERLAP_SIZES:-16K,64K,256K,1M} -r 5 -m 20 -c "$csv" > /dev/null 2>&1 || { echo "run $i failed"; continue; }
     awk -F, '$1 == "libarmci" { print $4, $5, $10 }' "$csv" >> "$summary"
   done
-  awk '{ v[$1 " " $2] = v[$1 " " $2] " " $3; if (!(($1 " " $2) in seen)) { seen[$1 " " $2] = 1; order[++n] = $1 " " $2 } }
-    END {
-      printf "%-6s %9s %28s\n", "op", "bytes", "overlap_pct median [min-max]"
-      for (m = 1; m <= n; m++) {
-        k = split(v[order[m]], a, " ")
-        for (i = 2; i <= k; i++) for (j = i; j > 1 && a[j] + 0 < a[j-1] + 0; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
-        med = k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
-        split(order[m], key, " ")
-        runs_sorted = ""; for (i = 1; i <= k; i++) runs_sorted = runs_sorted " " a[i]
-        printf "%-6s %9s %14.1f [%.1f-%.1f] (runs:%s)\n", key[1], key[2], med, a[1], a[k], runs_sorted
-      }
-    }' "$summary"
+  median_of_runs "$summary"
+fi
+if [ "$part" = all ] || [ "$part" = floor ] || [ "$part" = runs ]; then
+  # The same measurement with no library, as many jobs: raw RDMA from a
+  # poster thread on the other vCPU (block: eventfd and completion channel,
+  # as the helper sleeps; spin: busy-polling). Its t_comm is posted by the
+  # computing thread, as ARMCI_Wait does, so the hand-over counts here too.
+  summary=$(mktemp)
+  echo "=== the floor: overlap_floor, raw verbs in one process, no library, $runs runs"
+  for ((i = 1; i <= runs; i++)); do
+    benchmarks/overlap_floor -s "${OVERLAP_SIZES:-16K,64K,256K,1M}" -r 15 -p block,spin |
+      awk -F, '$1 == "floor" { print $2 "/" $3, $4, $8 }' >> "$summary" || echo "floor run $i failed"
+  done
+  median_of_runs "$summary"
 fi
 if [ "$part" = trace ]; then
   # Who takes which vCPU while rank 0 overlaps: every thread of both ranks
