@@ -36,6 +36,7 @@ void Barrier::wait() {
   int round = 0;
   for (int distance = 1; distance < size; distance <<= 1, ++round) {
     signal((rank + distance) % size, round, epoch);
+    const WaitDeadline::Awaiting awaiting((rank - distance + size) % size);
     progress_.until([&] { return mine.barrier[round].load(std::memory_order_acquire) >= epoch; });
   }
 }

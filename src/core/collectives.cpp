@@ -338,6 +338,7 @@ std::size_t Collectives::receive(const char* call, Channel channel, int from, in
 
 std::size_t Collectives::receive_local_or_network(const char* call, Channel channel, int from, int tag,
                                                   std::byte* into, std::size_t capacity, const Folding* fold) {
+  const WaitDeadline::Awaiting awaiting(from);
   if (!local(from)) {
     if (!fold) return receive_network(call, channel, from, tag, into, capacity);
     scratch_.resize(capacity);

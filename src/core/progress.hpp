@@ -89,10 +89,25 @@ class WaitDeadline {
     if (current_ != nullptr) [[unlikely]]
       current_->check_slow();
   }
+  // The world rank this thread's current wait expects to hear from, or -1:
+  // lets an expiry name the member that never came. A collective's receive
+  // sets it for as long as it waits.
+  static int awaited() { return awaited_; }
+  class Awaiting {
+   public:
+    explicit Awaiting(int world_rank) : previous_(awaited_) { awaited_ = world_rank; }
+    ~Awaiting() { awaited_ = previous_; }
+    Awaiting(const Awaiting&) = delete;
+    Awaiting& operator=(const Awaiting&) = delete;
+
+   private:
+    int previous_;
+  };
 
  private:
   void check_slow();
   static inline thread_local WaitDeadline* current_ = nullptr;
+  static inline thread_local int awaited_ = -1;
   WaitDeadline* previous_;
   long seconds_ = 0;
   Expire expire_ = nullptr;

@@ -978,6 +978,17 @@ void Window::fence_deferred(const char* call, int assert) {
 void Window::fence_step_expired(const void* context) {
   const auto& at = *static_cast<const FenceStep*>(context);
   const Window& w = *at.window;
+  const int awaited = WaitDeadline::awaited();
+  int awaited_in_window = -1;
+  for (int r = 0; r < w.size() && awaited >= 0; ++r)
+    if (w.world(r) == awaited) awaited_in_window = r;
+  // The step's partner: the absent member itself, or one that waits on it.
+  if (awaited_in_window >= 0)
+    fail(at.call, "argument 'win': window rank %d (world rank %d) waited ARMCI_WIN_SYNC_TIMEOUT (%ld s) in the "
+                  "fence's %s over the window's %d members, at the step that waits on window rank %d (world "
+                  "rank %d): a member that never calls ARMCI_Win_fence (that one, or one it waits on)?",
+         w.group_.my_rank, w.world(w.group_.my_rank), w.parts_.sync_timeout_seconds, at.step, w.size(),
+         awaited_in_window, awaited);
   fail(at.call, "argument 'win': window rank %d (world rank %d) waited ARMCI_WIN_SYNC_TIMEOUT (%ld s) in the "
                 "fence's %s over the window's %d members: a member that never calls ARMCI_Win_fence?",
        w.group_.my_rank, w.world(w.group_.my_rank), w.parts_.sync_timeout_seconds, at.step, w.size());
