@@ -15,7 +15,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 if [ -z "${RXE_VM:-}" ]; then
   vm=${RXE_VM_SCRIPT:-$top/../shared/rxe-vm/run-in-rxe-vm.sh}
   export RXE_VM_TIMEOUT=${RXE_VM_TIMEOUT:-1800}
-  export RXE_VM_ENV="${RXE_VM_ENV:-} PART OVERLAP_RUNS OVERLAP_SIZES STRIDED_PROTOCOLS STRIDED_TARGETS STRIDED_PIECES TRACE_OPS"
+  export RXE_VM_ENV="${RXE_VM_ENV:-} PART OVERLAP_RUNS OVERLAP_SIZES FLOOR_NEIGHBOURS STRIDED_PROTOCOLS STRIDED_TARGETS STRIDED_PIECES TRACE_OPS"
   exec "$vm" "$top/benchmarks/verbs_vm_overlap.sh" "$@"
 fi
 
@@ -30,14 +30,14 @@ run() { timeout 900 mpirun -np 2 --bind-to none "$@" 2>&1 | grep -v '^#' | sed '
 median_of_runs() {
   awk '{ v[$1 " " $2] = v[$1 " " $2] " " $3; if (!(($1 " " $2) in seen)) { seen[$1 " " $2] = 1; order[++n] = $1 " " $2 } }
     END {
-      printf "%-10s %9s %28s\n", "op", "bytes", "overlap_pct median [min-max]"
+      printf "%-16s %9s %28s\n", "op", "bytes", "overlap_pct median [min-max]"
       for (m = 1; m <= n; m++) {
         k = split(v[order[m]], a, " ")
         for (i = 2; i <= k; i++) for (j = i; j > 1 && a[j] + 0 < a[j-1] + 0; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
         med = k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
         split(order[m], key, " ")
         runs_sorted = ""; for (i = 1; i <= k; i++) runs_sorted = runs_sorted " " a[i]
-        printf "%-10s %9s %14.1f [%.1f-%.1f] (runs:%s)\n", key[1], key[2], med, a[1], a[k], runs_sorted
+        printf "%-16s %9s %14.1f [%.1f-%.1f] (runs:%s)\n", key[1], key[2], med, a[1], a[k], runs_sorted
       }
     }' "$1"
 }
@@ -60,11 +60,18 @@ if [ "$part" = all ] || [ "$part" = floor ] || [ "$part" = runs ]; then
   # poster thread on the other vCPU (block: eventfd and completion channel,
   # as the helper sleeps; spin: busy-polling). Its t_comm is posted by the
   # computing thread, as ARMCI_Wait does, so the hand-over counts here too.
+  # FLOOR_NEIGHBOURS: a second process beside it, as the idle target rank
+  # (none, yield: sched_yield in a loop, nap: 50 us sleeps).
   summary=$(mktemp)
-  echo "=== the floor: overlap_floor, raw verbs in one process, no library, $runs runs"
+  echo "=== the floor: overlap_floor, raw verbs, no library, $runs runs; op/poster/neighbour"
   for ((i = 1; i <= runs; i++)); do
-    benchmarks/overlap_floor -s "${OVERLAP_SIZES:-16K,64K,256K,1M}" -r 15 -p block,spin |
-      awk -F, '$1 == "floor" { print $2 "/" $3, $4, $8 }' >> "$summary" || echo "floor run $i failed"
+    for neighbour in ${FLOOR_NEIGHBOURS:-none yield nap}; do
+      posters=block
+      [ "$neighbour" = none ] && posters=block,spin
+      benchmarks/overlap_floor -s "${OVERLAP_SIZES:-16K,64K,256K,1M}" -r 15 -p $posters -n $neighbour |
+        awk -F, -v n="$neighbour" '$1 == "floor" { print $2 "/" $3 "/" n, $4, $8 }' >> "$summary" ||
+        echo "floor run $i ($neighbour) failed"
+    done
   done
   median_of_runs "$summary"
 fi
