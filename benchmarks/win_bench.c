@@ -314,6 +314,10 @@ static double timed(const struct cell *c, enum impl impl, long iters) {
   /* Contention: the time until every locker is through. */
   if (c->op == OP_CONTEND) MPI_Barrier(MPI_COMM_WORLD);
   double t = now() - t0;
+  /* No rank moves on before every rank is through: under Open MPI's osc
+   * ucx a lock's atomics may be messages its target must progress, and a
+   * target gone on to the next cell's ARMCI fence stalled its lockers. */
+  MPI_Barrier(MPI_COMM_WORLD);
   MPI_Bcast(&t, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   return t;
 }
