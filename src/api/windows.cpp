@@ -39,15 +39,21 @@ const armci_win_s* last_live = nullptr;
 constexpr int kAllAsserts = ARMCI_WIN_MODE_NOCHECK | ARMCI_WIN_MODE_NOSTORE | ARMCI_WIN_MODE_NOPUT |
                             ARMCI_WIN_MODE_NOPRECEDE | ARMCI_WIN_MODE_NOSUCCEED;
 
-armci_win_s& window_of(const char* call, ARMCI_Win win) {
-  if (win == last_live && win != nullptr) [[likely]]
-    return *win;
+// The set's lookup, out of line: every call of an epoch pays for the inline
+// test alone.
+[[gnu::noinline]] armci_win_s& window_looked_up(const char* call, ARMCI_Win win) {
   if (win == nullptr) fail(call, "argument 'win' is NULL");
   if (live_windows.count(win) == 0)
     fail(call, "argument 'win' (%p) is not a live window (freed, or never made by ARMCI_Win_allocate/create)",
          static_cast<void*>(win));
   last_live = win;
   return *win;
+}
+
+inline armci_win_s& window_of(const char* call, ARMCI_Win win) {
+  if (win == last_live && win != nullptr) [[likely]]
+    return *win;
+  return window_looked_up(call, win);
 }
 
 void check_rank(const char* call, const armci_win_s& w, int rank) {
@@ -91,11 +97,8 @@ int make_window(const char* call, void* base, std::size_t bytes, int disp_unit, 
 
 // The group's members as ranks of the window's group, kept in `cache`
 // for the next call with the same group.
-const std::vector<int>& window_ranks(const char* call, armci::Runtime& r, const armci_win_s& w, ARMCI_Group* group,
-                                     PscwRanks& cache) {
-  if (group != nullptr && group->armci_group_private == cache.group && cache.group != nullptr &&
-      r.groups().frees() == cache.frees) [[likely]]
-    return cache.ranks;
+[[gnu::noinline]] const std::vector<int>& translate_ranks(const char* call, armci::Runtime& r, const armci_win_s& w,
+                                                          ARMCI_Group* group, PscwRanks& cache) {
   armci::Group& g = group_of(call, "group", group);
   std::vector<int>& ranks = cache.ranks;
   cache.group = nullptr;
@@ -109,6 +112,14 @@ const std::vector<int>& window_ranks(const char* call, armci::Runtime& r, const 
   cache.group = &g;
   cache.frees = r.groups().frees();
   return ranks;
+}
+
+inline const std::vector<int>& window_ranks(const char* call, armci::Runtime& r, const armci_win_s& w,
+                                            ARMCI_Group* group, PscwRanks& cache) {
+  if (group != nullptr && group->armci_group_private == cache.group && cache.group != nullptr &&
+      r.groups().frees() == cache.frees) [[likely]]
+    return cache.ranks;
+  return translate_ranks(call, r, w, group, cache);
 }
 
 // An accumulate: SUM is ARMCI's Acc with scale 1, REPLACE a put, the

@@ -226,7 +226,7 @@ Window::~Window() {
 void Window::free(const char* call) {
   if (locks_held_ > 0 || lock_all_)
     fail(call, "argument 'win': this rank still holds a lock on the window (unlock it first)");
-  if (!access_group_.empty()) fail(call, "argument 'win': an access epoch (ARMCI_Win_start) is still open");
+  if (access_open_) fail(call, "argument 'win': an access epoch (ARMCI_Win_start) is still open");
   if (posted_) fail(call, "argument 'win': an exposure epoch (ARMCI_Win_post) is still open");
   send_all_held(call);     // a fence epoch left open: its writes still land
   close_all_queues(call);
@@ -743,7 +743,7 @@ void Window::lock(const char* call, int type, int rank, int assert) {
          lock_all_ ? "ARMCI_Win_lock_all" : lock_name(held));
   // A fence epoch that no operation used may be followed by a lock (MPI
   // programs fence at creation); an open PSCW access epoch may not.
-  if (!access_group_.empty())
+  if (access_open_)
     fail(call, "argument 'win': a PSCW access epoch (ARMCI_Win_start) is open; complete it first");
   const bool exclusive = type == kLockExclusive;
   if (!(assert & kNoCheck)) acquire(call, rank, exclusive);
@@ -774,7 +774,7 @@ void Window::lock_all(const char* call, int assert) {
   if (lock_all_ || locks_held_ > 0)
     fail(call, "argument 'win': this rank holds a lock on the window already (%s)",
          lock_all_ ? "ARMCI_Win_lock_all" : "ARMCI_Win_lock");
-  if (!access_group_.empty())
+  if (access_open_)
     fail(call, "argument 'win': a PSCW access epoch (ARMCI_Win_start) is open; complete it first");
   if (!(assert & kNoCheck))
     for (int r = 0; r < size(); ++r) acquire(call, r, false);
@@ -816,7 +816,7 @@ void Window::flush_all(const char* call) {
 void Window::fence(const char* call, int assert) {
   if (locks_held_ > 0 || lock_all_)
     fail(call, "argument 'win': a passive-target epoch (ARMCI_Win_lock) is open; unlock first");
-  if (!access_group_.empty() || posted_)
+  if (access_open_ || posted_)
     fail(call, "argument 'win': a PSCW epoch (ARMCI_Win_start or _post) is open; close it first");
   if (parts_.fence == WinFence::deferred) [[unlikely]] {
     fence_deferred(call, assert);
@@ -859,9 +859,8 @@ void Window::fence(const char* call, int assert) {
     return;
   }
   arrivals_pending_ = false;  // the wait below covers every earlier fence's arrivals
-  counts_.assign(others_.size(), epoch);
   wait_counts(call, "win", "reach the fence", "a member that never calls ARMCI_Win_fence", others_,
-              own_words(fenced_offset(0)), counts_, Stuck::fence);
+              own_words(fenced_offset(0)), [epoch](int) { return epoch; }, Stuck::fence);
   // The members' writes into this window, announced by their flags, are
   // seen by what the application reads next.
   std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -1072,10 +1071,9 @@ void Window::fence_counted(const char* call, int assert) {
 
 void Window::await_arrival(const char* call, int rank) {
   if (rank == group_.my_rank || own_word(fenced_offset(rank)) >= fences_) return;
-  counts_.assign(1, fences_);
   one_member_.assign(1, rank);
   wait_counts(call, "rank", "reach the fence", "a member that never calls ARMCI_Win_fence", one_member_,
-              own_words(fenced_offset(0)), counts_, Stuck::fence);
+              own_words(fenced_offset(0)), [epoch = fences_](int) { return epoch; }, Stuck::fence);
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
@@ -1084,13 +1082,12 @@ void Window::post(const char* call, const std::vector<int>& origins, int assert)
   // The application's own stores into the window are in memory before an
   // origin can write next to them.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  expect_.clear();
   for (int o : origins) {
-    const std::uint64_t count = ++posts_[static_cast<std::size_t>(o)];
-    expect_.push_back(count);
-    parts_.sync.store64(call, exposed_words_[static_cast<std::size_t>(o)], count);
+    const auto i = static_cast<std::size_t>(o);
+    parts_.sync.store64(call, exposed_words_[i], ++posts_[i]);
   }
-  exposure_group_ = origins;
+  keep_group(exposure_group_, origins);
+  exposure_owed_ = 0;
   posted_ = true;
 }
 
@@ -1136,30 +1133,32 @@ bool Window::wait_until(Reached reached, bool by_cpu) {
   return late;
 }
 
-void Window::wait_counts(const char* call, const char* argument, const char* what, const char* likely_cause,
-                         const std::vector<int>& ranks, const std::uint64_t* words,
-                         const std::vector<std::uint64_t>& counts, Stuck stuck) {
-  // The matched path ends long before the first look (a few hundred
-  // microseconds of polls): it writes and reads nothing more.
+template <class Want>
+void Window::wait_owed(const char* call, const char* argument, const char* what, const char* likely_cause,
+                       const std::vector<int>& ranks, const std::uint64_t* words, Want want, Stuck stuck,
+                       std::size_t owed) {
+  // A matched wait that polls ends long before the first look (a few
+  // hundred microseconds of polls): it writes and reads nothing more.
   constexpr unsigned kStuckPolls = 4096;
   unsigned polls = 0;
   auto reached = [&] {
-    if (counts_reached(ranks, words, counts)) return true;
+    owed = first_owed(ranks, owed, words, want);
+    if (owed == ranks.size()) return true;
     if (stuck != Stuck::none && ++polls % kStuckPolls == 0) [[unlikely]] {
       if (stuck == Stuck::fence) {
         check_owed_posts(call);
       } else {
-        if (polls == kStuckPolls) announce_waiting(call, ranks, counts);
-        check_start_cycle(call, ranks, counts);
+        if (polls == kStuckPolls) announce_waiting(call, ranks);
+        check_start_cycle(call, ranks);
       }
     }
     return false;
   };
   if (!wait_until(reached, flags_by_cpu_)) return;
-  for (std::size_t i = 0; i < ranks.size(); ++i)
-    if (std::atomic_ref<const std::uint64_t>(words[ranks[i]]).load(std::memory_order_acquire) < counts[i])
+  for (int r : ranks)
+    if (std::atomic_ref<const std::uint64_t>(words[r]).load(std::memory_order_acquire) < want(r))
       fail(call, "argument '%s': window rank %d (world rank %d) did not %s within ARMCI_WIN_SYNC_TIMEOUT "
-                 "(%ld s): %s?", argument, ranks[i], world(ranks[i]), what, parts_.sync_timeout_seconds, likely_cause);
+                 "(%ld s): %s?", argument, r, world(r), what, parts_.sync_timeout_seconds, likely_cause);
 }
 
 // ------------------------------------------------------------------ mismatched PSCW groups
@@ -1183,22 +1182,19 @@ void Window::wait_counts(const char* call, const char* argument, const char* wha
 // A rank's own counts are exact, so none of these fires for a legal
 // program; a mismatch that still hangs elsewhere (a target that never calls
 // a window function) is left to ARMCI_WIN_SYNC_TIMEOUT.
-void Window::announce_waiting(const char* call, const std::vector<int>& targets,
-                              const std::vector<std::uint64_t>& counts) {
-  for (std::size_t i = 0; i < targets.size(); ++i) {
-    const int t = targets[i];
-    if (own_word(exposed_offset(t)) >= counts[i]) continue;
-    const std::uint64_t announced = (counts[i] & 0xffffffffu) << 32 | (posts_[static_cast<std::size_t>(t)] & 0xffffffffu);
+void Window::announce_waiting(const char* call, const std::vector<int>& targets) {
+  for (int t : targets) {
+    const std::uint64_t count = starts_[static_cast<std::size_t>(t)];
+    if (own_word(exposed_offset(t)) >= count) continue;
+    const std::uint64_t announced = (count & 0xffffffffu) << 32 | (posts_[static_cast<std::size_t>(t)] & 0xffffffffu);
     parts_.sync.store64(call, word(t, waiting_offset(group_.my_rank)), announced);
   }
 }
 
-void Window::check_start_cycle(const char* call, const std::vector<int>& targets,
-                               const std::vector<std::uint64_t>& counts) {
-  for (std::size_t i = 0; i < targets.size(); ++i) {
-    const int t = targets[i];
+void Window::check_start_cycle(const char* call, const std::vector<int>& targets) {
+  for (int t : targets) {
     const std::uint64_t exposed = own_word(exposed_offset(t));
-    if (t == group_.my_rank || exposed >= counts[i]) continue;
+    if (t == group_.my_rank || exposed >= starts_[static_cast<std::size_t>(t)]) continue;
     const std::uint64_t w = own_word(waiting_offset(t));
     const bool waits_for_me = (w >> 32) > (posts_[static_cast<std::size_t>(t)] & 0xffffffffu);
     const bool its_posts_arrived = (w & 0xffffffffu) <= (exposed & 0xffffffffu);
@@ -1219,47 +1215,48 @@ void Window::check_owed_posts(const char* call) {
   }
 }
 
-void Window::check_unexposed_completions(const char* call) {
-  for (int o = 0; o < size(); ++o)
-    if (own_word(completed_offset(o)) > posts_[static_cast<std::size_t>(o)]) [[unlikely]]
-      fail(call, "argument 'group': window rank %d (world rank %d) completed an access epoch towards this rank "
-                 "(window rank %d) that no ARMCI_Win_post of this rank exposed to it: its operations were not "
-                 "synchronised (mismatched PSCW groups, or ARMCI_WIN_MODE_NOCHECK before the matching post)",
-           o, world(o), group_.my_rank);
+void Window::unexposed_completion(const char* call, int o) const {
+  fail(call, "argument 'group': window rank %d (world rank %d) completed an access epoch towards this rank "
+             "(window rank %d) that no ARMCI_Win_post of this rank exposed to it: its operations were not "
+             "synchronised (mismatched PSCW groups, or ARMCI_WIN_MODE_NOCHECK before the matching post)",
+       o, world(o), group_.my_rank);
+}
+
+void Window::refuse_start(const char* call) const {
+  if (access_open_) fail(call, "argument 'win': an access epoch is open already (ARMCI_Win_complete it first)");
+  fail(call, "argument 'win': a passive-target epoch (ARMCI_Win_lock) is open; unlock first");
 }
 
 void Window::start(const char* call, const std::vector<int>& targets, int assert) {
-  if (!access_group_.empty()) fail(call, "argument 'win': an access epoch is open already (ARMCI_Win_complete it first)");
-  if (locks_held_ > 0 || lock_all_)
-    fail(call, "argument 'win': a passive-target epoch (ARMCI_Win_lock) is open; unlock first");
-  counts_.clear();
-  for (int t : targets) counts_.push_back(++starts_[static_cast<std::size_t>(t)]);
+  if (access_open_ || locks_held_ > 0 || lock_all_) [[unlikely]]
+    refuse_start(call);
+  for (int t : targets) ++starts_[static_cast<std::size_t>(t)];
   if (!(assert & kNoCheck))
     wait_counts(call, "group", "post an exposure epoch including this rank", "mismatched PSCW groups", targets,
-                own_words(exposed_offset(0)), counts_, Stuck::start);
+                own_words(exposed_offset(0)), [this](int t) { return starts_[static_cast<std::size_t>(t)]; },
+                Stuck::start);
   for (int t : targets) started_[static_cast<std::size_t>(t)] = 1;
-  access_group_ = targets;
-  // Empty groups are legal: mark the epoch open all the same.
-  if (access_group_.empty()) access_group_.push_back(-1);
+  keep_group(access_group_, targets);
+  access_open_ = true;  // empty groups are legal: the epoch is open all the same
 }
 
 void Window::complete(const char* call) {
-  if (access_group_.empty()) fail(call, "argument 'win': no access epoch is open (ARMCI_Win_start was not called)");
+  if (!access_open_) fail(call, "argument 'win': no access epoch is open (ARMCI_Win_start was not called)");
   for (int t : access_group_) {
-    if (t < 0) continue;
     close_queue(call, t);
     // Ordered after the operations: the count cannot overtake what it announces.
     order_ops_before_next(call, t);
     parts_.sync.store64(call, completed_words_[static_cast<std::size_t>(t)], ++completes_[static_cast<std::size_t>(t)]);
     started_[static_cast<std::size_t>(t)] = 0;
   }
-  access_group_.clear();
+  access_open_ = false;
 }
 
 void Window::wait(const char* call) {
   if (!posted_) fail(call, "argument 'win': no exposure epoch is open (ARMCI_Win_post was not called)");
   wait_counts(call, "group", "complete its access epoch", "mismatched PSCW groups", exposure_group_,
-              own_words(completed_offset(0)), expect_);
+              own_words(completed_offset(0)), [this](int o) { return posts_[static_cast<std::size_t>(o)]; },
+              Stuck::none, exposure_owed_);
   check_unexposed_completions(call);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   posted_ = false;
@@ -1268,7 +1265,9 @@ void Window::wait(const char* call) {
 bool Window::test(const char* call) {
   if (!posted_) fail(call, "argument 'win': no exposure epoch is open (ARMCI_Win_post was not called)");
   parts_.progress.progress();
-  if (!counts_reached(exposure_group_, own_words(completed_offset(0)), expect_)) return false;
+  exposure_owed_ = first_owed(exposure_group_, exposure_owed_, own_words(completed_offset(0)),
+                              [this](int o) { return posts_[static_cast<std::size_t>(o)]; });
+  if (exposure_owed_ != exposure_group_.size()) return false;
   check_unexposed_completions(call);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   posted_ = false;

@@ -273,34 +273,72 @@ class Window {
   // Locks on one node (cpu_locks_): CPU atomics on this process's mappings.
   void acquire_cpu(int rank, bool exclusive);
   void release_cpu(int rank, bool exclusive);
-  // Waits until every word reaches its count; after the timeout, fails
-  // naming the first rank still missing (mismatched PSCW groups, a member
-  // that skips a fence).
+  // Waits until every word reaches its count, want(rank); after the
+  // timeout, fails naming the first rank still missing (mismatched PSCW
+  // groups, a member that skips a fence).
   // words: this rank's array of one kind (exposed, completed, fenced), by group rank.
+  // owed: the index in ranks of the first rank that may still be missing
+  // (those before it were seen at their counts, which only grow).
   // stuck: what a long wait also looks for (window.cpp, "Mismatched PSCW
   // groups"): a start announces itself to the targets it waits for and
   // looks for a target that waits for it in turn; a fence for a member
   // that waits in ARMCI_Win_start for a post of this rank.
+  // The matched path (every count there at the first look) is the inline
+  // scan alone; the polls and their diagnostics live in wait_owed.
   enum class Stuck : std::uint8_t { none, start, fence };
+  template <class Want>
   void wait_counts(const char* call, const char* argument, const char* what, const char* likely_cause,
-                   const std::vector<int>& ranks, const std::uint64_t* words,
-                   const std::vector<std::uint64_t>& counts, Stuck stuck = Stuck::none);
-  // Mismatched PSCW groups, found without the timeout (each fails naming the rank).
-  void announce_waiting(const char* call, const std::vector<int>& targets, const std::vector<std::uint64_t>& counts);
-  void check_start_cycle(const char* call, const std::vector<int>& targets, const std::vector<std::uint64_t>& counts);
+                   const std::vector<int>& ranks, const std::uint64_t* words, Want want, Stuck stuck = Stuck::none,
+                   std::size_t owed = 0) {
+    owed = first_owed(ranks, owed, words, want);
+    if (owed == ranks.size()) [[likely]]
+      return;
+    wait_owed(call, argument, what, likely_cause, ranks, words, want, stuck, owed);
+  }
+  template <class Want>
+  [[gnu::noinline]] void wait_owed(const char* call, const char* argument, const char* what, const char* likely_cause,
+                                   const std::vector<int>& ranks, const std::uint64_t* words, Want want, Stuck stuck,
+                                   std::size_t owed);
+  // Mismatched PSCW groups, found without the timeout (each fails naming
+  // the rank). The start's counts are starts_, by target.
+  void announce_waiting(const char* call, const std::vector<int>& targets);
+  void check_start_cycle(const char* call, const std::vector<int>& targets);
   void check_owed_posts(const char* call);
-  void check_unexposed_completions(const char* call);
+  void check_unexposed_completions(const char* call) {
+    // Every origin's word, not only the group's: an origin outside it is
+    // what this looks for. The rank's own contiguous words, a load each.
+    const std::uint64_t* done = own_words(completed_offset(0));
+    for (std::size_t o = 0; o < posts_.size(); ++o)
+      if (std::atomic_ref<const std::uint64_t>(done[o]).load(std::memory_order_acquire) > posts_[o]) [[unlikely]]
+        unexposed_completion(call, static_cast<int>(o));
+  }
+  [[noreturn, gnu::cold]] void unexposed_completion(const char* call, int origin) const;
   // Polls until reached() (loads only when by_cpu: every word it reads is
   // stored by CPUs); true when ARMCI_WIN_SYNC_TIMEOUT passed first.
   template <class Reached>
   bool wait_until(Reached reached, bool by_cpu);
-  static bool counts_reached(const std::vector<int>& ranks, const std::uint64_t* words,
-                             const std::vector<std::uint64_t>& counts) {
-    for (std::size_t i = 0; i < ranks.size(); ++i)
-      if (std::atomic_ref<const std::uint64_t>(words[ranks[i]]).load(std::memory_order_acquire) < counts[i])
-        return false;
-    return true;
+  // The index in ranks, from `from` on, of the first rank whose word is
+  // below want(rank); ranks.size() when there is none.
+  template <class Want>
+  static std::size_t first_owed(const std::vector<int>& ranks, std::size_t from, const std::uint64_t* words,
+                                Want want) {
+    for (; from < ranks.size(); ++from) {
+      const int r = ranks[from];
+      if (std::atomic_ref<const std::uint64_t>(words[r]).load(std::memory_order_acquire) < want(r)) break;
+    }
+    return from;
   }
+  // A PSCW epoch's group, kept from the last epoch: programs pass the same
+  // group epoch after epoch, and the comparison costs less than the copy.
+  static void keep_group(std::vector<int>& kept, const std::vector<int>& given) {
+    if (kept.size() == given.size()) {
+      std::size_t i = 0;
+      while (i < given.size() && kept[i] == given[i]) ++i;
+      if (i == given.size()) return;
+    }
+    kept = given;
+  }
+  [[noreturn, gnu::cold]] void refuse_start(const char* call) const;
   const std::uint64_t* own_words(std::size_t first) const {
     return reinterpret_cast<const std::uint64_t*>(own_block_ + first);
   }
@@ -372,14 +410,19 @@ class Window {
   void await_arrival(const char* call, int rank);
   std::uint64_t fences_ = 0;  // fences this rank arrived at (the flags it writes)
   std::vector<std::uint8_t> started_;  // per target: in the open PSCW access epoch
-  std::vector<int> access_group_;
+  bool access_open_ = false;           // between ARMCI_Win_start and _complete
+  std::vector<int> access_group_;      // the last start's targets (kept: see keep_group)
   std::vector<std::uint64_t> starts_;     // per target: access epochs started towards it
   std::vector<std::uint64_t> completes_;  // per target: access epochs completed towards it
   // As a target.
   bool posted_ = false;
-  std::vector<int> exposure_group_;
-  std::vector<std::uint64_t> posts_;    // per origin: exposures posted to it
-  std::vector<std::uint64_t> expect_;   // the completions waited for, per member of exposure_group_
+  std::vector<int> exposure_group_;     // the last post's origins (kept: see keep_group)
+  // Per origin: exposures posted to it. The open exposure epoch waits for
+  // each member's completed word to reach its count here.
+  std::vector<std::uint64_t> posts_;
+  // The index in exposure_group_ of the first origin whose completion may
+  // still be missing: wait and test poll from there, not the whole group.
+  std::size_t exposure_owed_ = 0;
 
   // Fence and PSCW epochs cost about one cache-line transfer over shared
   // memory, so what they would look up or allocate on every call is kept:
@@ -389,7 +432,7 @@ class Window {
   bool flags_by_cpu_ = false;  // every member stores its flags here with CPU stores: poll them on their own
   std::vector<int> others_;
   std::vector<Sync::Word> fenced_words_, exposed_words_, completed_words_;  // per member: this rank's word there
-  std::vector<std::uint64_t> counts_;  // the counts a fence or start waits for
+  std::vector<std::uint64_t> counts_;  // the deferred and counted fences' per-target counts
   std::vector<int> one_member_;        // await_arrival's one rank, kept so it allocates nothing
 };
 
