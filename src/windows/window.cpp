@@ -472,8 +472,7 @@ void Window::finish_ops(const char* call, int rank) {
   issued_[static_cast<std::size_t>(rank)] = 0;
 }
 
-inline void Window::order_ops_before_next(const char* call, int rank) {
-  if (!issued_[static_cast<std::size_t>(rank)]) return;
+void Window::order_issued_before_next(const char* call, int rank) {
   const int proc = world(rank);
   parts_.completions.wait(call, parts_.completions.implicit(proc));
   parts_.completions.order_before_next(proc);
