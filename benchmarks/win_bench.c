@@ -10,6 +10,10 @@
  *   fence_empty         one fence, no operation
  *   fence_put           an 8 B put to the right neighbour + one fence
  *   pscw_ring           post(left) start(right) put complete wait
+ *   self_pscw           post(self) start(self) put to self complete wait:
+ *                       no other rank is waited for, so the time is the
+ *                       library's own work, and callgrind on rank 0 counts
+ *                       its instructions without polls (benchmarks/README.md)
  *   lpu_x_<size>        lock exclusive + put of <size> (8 B .. 1 MiB) + unlock
  *   contend_<k>         ranks 0..k-1 each lock rank 0 exclusive, put 8 B
  *                       into their own slot, unlock (k = 1..np; the time
@@ -50,11 +54,11 @@
 #include "bench_compute.h"
 
 enum op { OP_LPU_X, OP_LPU_S, OP_LU, OP_FENCE_EMPTY, OP_FENCE_PUT, OP_PSCW, OP_LPU_SIZE, OP_CONTEND, OP_HALO,
-          OP_E16_LOCK, OP_E16_FENCE, OP_FENCE_NBR8, OP_OVERLAP, OP_FENCE_NP };
+          OP_E16_LOCK, OP_E16_FENCE, OP_FENCE_NBR8, OP_OVERLAP, OP_FENCE_NP, OP_PSCW_SELF };
 static const char *op_names[] = {"lock_put_unlock_x", "lock_put_unlock_s", "lock_unlock", "fence_empty",
                                  "fence_put",         "pscw_ring",         NULL,          NULL,
                                  NULL,                "epoch16_lock",      "epoch16_fence",
-                                 "fence_nbr8",        NULL,          "fence_np_put"};
+                                 "fence_nbr8",        NULL,          "fence_np_put",      "self_pscw"};
 /* epoch16: puts into the first 16 words, gets from 16 words at the end of
  * the window that nothing writes. */
 enum { E16 = 16 };
@@ -85,10 +89,10 @@ static int one_way; /* --one-way */
 
 static ARMCI_Win awin;
 static long *abase;
-static ARMCI_Group agroups[2]; /* {left}, {right} */
+static ARMCI_Group agroups[3]; /* {left}, {right}, {me} */
 static MPI_Win mwin;
 static long *mbase;
-static MPI_Group mgroups[2];
+static MPI_Group mgroups[3];
 
 struct cell {
   enum op op;
@@ -208,6 +212,13 @@ static void armci_epoch(const struct cell *c, long value) {
       ARMCI_Win_complete(awin);
       ARMCI_Win_wait(awin);
       break;
+    case OP_PSCW_SELF: /* into this rank's own fence_nbr8 slot, which no neighbour writes */
+      ARMCI_Win_post(&agroups[2], 0, awin);
+      ARMCI_Win_start(&agroups[2], 0, awin);
+      ARMCI_Win_put(&value, sizeof value, me, nbr_offset + 8 * (size_t)me, awin);
+      ARMCI_Win_complete(awin);
+      ARMCI_Win_wait(awin);
+      break;
     default: break;
   }
 }
@@ -284,6 +295,13 @@ static void mpi_epoch(const struct cell *c, long value) {
       MPI_Win_post(mgroups[0], 0, mwin);
       MPI_Win_start(mgroups[1], 0, mwin);
       MPI_Put(&value, 1, MPI_LONG, right, 0, 1, MPI_LONG, mwin);
+      MPI_Win_complete(mwin);
+      MPI_Win_wait(mwin);
+      break;
+    case OP_PSCW_SELF:
+      MPI_Win_post(mgroups[2], 0, mwin);
+      MPI_Win_start(mgroups[2], 0, mwin);
+      MPI_Put(&value, 1, MPI_LONG, me, (MPI_Aint)(nbr_offset + 8 * (size_t)me), 1, MPI_LONG, mwin);
       MPI_Win_complete(mwin);
       MPI_Win_wait(mwin);
       break;
@@ -366,6 +384,10 @@ static int cell_holds(const struct cell *c, const unsigned char *base, const cha
         }
       }
       return 1;
+    case OP_PSCW_SELF:
+      memcpy(&v, base + nbr_offset + 8 * (size_t)me, sizeof v);
+      *what = "value put to self", *got = v, *want = cell_value(c, me);
+      return v == *want;
     case OP_E16_LOCK:
     case OP_E16_FENCE:
       for (int j = 0; j < E16; j++) {
@@ -544,12 +566,14 @@ int main(int argc, char **argv) {
     ARMCI_Group_create(1, &r, &g);
     if (r == left) agroups[0] = g;
     if (r == right) agroups[1] = g;
-    if (r != left && r != right) ARMCI_Group_free(&g);
+    if (r == me) agroups[2] = g;
+    if (r != left && r != right && r != me) ARMCI_Group_free(&g);
   }
   MPI_Group world;
   MPI_Comm_group(MPI_COMM_WORLD, &world);
   MPI_Group_incl(world, 1, &left, &mgroups[0]);
   MPI_Group_incl(world, 1, &right, &mgroups[1]);
+  MPI_Group_incl(world, 1, &me, &mgroups[2]);
   for (int k = OP_LPU_X; k <= OP_PSCW; k++) add_cell((enum op)k, 8, 0);
   size_t last = 0;
   for (size_t bytes = 8; bytes <= MAX_PUT; bytes *= 8) add_cell(OP_LPU_SIZE, last = bytes, 0);
@@ -560,6 +584,7 @@ int main(int argc, char **argv) {
   add_cell(OP_E16_FENCE, 8, 0);
   add_cell(OP_FENCE_NBR8, 8, 0);
   add_cell(OP_FENCE_NP, 8, 0);
+  add_cell(OP_PSCW_SELF, 8, 0);
   for (size_t bytes = 64 << 10; bytes <= MAX_PUT; bytes *= 4) add_cell(OP_OVERLAP, bytes, 0);
   if (ncells == 0) die("--cells %s: no cell's name starts so", only_cells);
 
