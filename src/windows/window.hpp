@@ -336,12 +336,7 @@ class Window {
   // A PSCW epoch's group, kept from the last epoch: programs pass the same
   // group epoch after epoch, and the comparison costs less than the copy.
   static void keep_group(std::vector<int>& kept, const std::vector<int>& given) {
-    if (kept.size() == given.size()) {
-      std::size_t i = 0;
-      while (i < given.size() && kept[i] == given[i]) ++i;
-      if (i == given.size()) return;
-    }
-    kept = given;
+    if (kept != given) kept = given;
   }
   [[noreturn, gnu::cold]] void refuse_start(const char* call) const;
   const std::uint64_t* own_words(std::size_t first) const {
