@@ -38,7 +38,7 @@ def fmt(n):
     return str(n)
 
 print("\n== malloc_bench: microseconds per ARMCI_Malloc + ARMCI_Free pair (median over runs of medians)")
-print("   ratio = ARMCI-MPI / ours (>= 2: the goal of issue 18); floor = one bare shm segment, in our shm run")
+print("   ratio = ARMCI-MPI / ours; floor = one bare shm segment, in our shm run")
 print(f"{'np':>3} {'op':<7} {'size':>6} | {'ours shm':>9} {'ours ucx':>9} {'armci-mpi':>10} | "
       f"{'mpi/shm':>8} {'mpi/ucx':>8} | {'floor':>8}")
 with open(f"{res}/compare-malloc.csv", "w", newline="") as out:

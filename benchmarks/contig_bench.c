@@ -8,7 +8,7 @@
  * Both are started with `mpirun -np 2`. Rank 0 is the origin, rank 1 the
  * target; further ranks only take part in the collectives.
  *
- * See benchmarks/README.md for the options and the meaning of each column.
+ * -h lists the options; benchmarks/README.md says what it measures.
  */
 #define _POSIX_C_SOURCE 200809L
 

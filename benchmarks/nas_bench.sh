@@ -22,9 +22,8 @@
 #   NO_MAKE=1 (do not run make first), PLOT=0 (no chart).
 # Output: RESULTS_DIR/nas.csv (one row per run), nas-table.txt, plots/nas-*.png,
 # all from one invocation, which ends by saying how long it took and the
-# load average at its start and end. On the loaded 2-core VM: class A, 3 runs,
-# 15 to 30 minutes; MG class B at 2 and 4 processes 15 minutes; a CG class B
-# run takes 2.5 to 4 minutes, so `-c B` with CG is hours.
+# load average at its start and end. On two cores class A with 3 runs takes
+# tens of minutes and one CG class B run minutes, so `-c B` with CG is hours.
 set -euo pipefail
 started=$(date +%s)
 source "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"

@@ -8,7 +8,7 @@
 # ARMCI_HELPER=none (the best setting for latency), and with --bind-to none
 # (a free core for the helper). Also window epochs (win_bench: lock + 8 B put
 # + unlock, exclusive and shared, and lock/unlock alone) against one
-# ib_atomic_lat plus one ib_write_lat, issue 13's reference over verbs; the
+# ib_atomic_lat plus one ib_write_lat, the reference over verbs; the
 # 8-byte put also against ib_write_bw posting one write at a time.
 # Reported: the median of the rounds' medians [min-max].
 # EXTRA_SETTING="label|mpirun args" adds one more column.
@@ -49,7 +49,7 @@ armci_runs() {  # round
       > "$out/rmw_${i}_$1.txt" 2>&1 || { cat "$out/rmw_${i}_$1.txt"; exit 1; }
     awk -F, -v s="${labels[$i]}" '$3 == "fetch_add_long" && $4 == "rank1" { print "fetch-add_8_us", s, $5 }' \
       "$out/rmw_${i}_$1.csv" >> "$out/figures"
-    # Window epochs (issue 13): an exclusive lock is one remote
+    # Window epochs: an exclusive lock is one remote
     # compare-and-swap, the put and the unlock's release one more round
     # trip, so the reference is one atomic plus one write of perftest.
     # shellcheck disable=SC2086

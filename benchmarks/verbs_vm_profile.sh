@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Where an 8-byte verbs operation's time goes in the Soft-RoCE VM (issue 16):
+# Where an 8-byte verbs operation's time goes in the Soft-RoCE VM:
 # boots the VM once, records `perf record -a -e cpu-clock -g` over
 # contig_bench's 8 B put and get rows and over rmw_bench (fetch-add), both
 # ranks over verbs under mpirun's default binding, and prints each run's

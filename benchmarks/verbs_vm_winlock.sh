@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Window lock epochs over raw verbs next to perftest, in one run of the
-# Soft-RoCE VM (../shared/rxe-vm): issue 13's reference (one ib_atomic_lat
+# Soft-RoCE VM (../shared/rxe-vm): the reference (one ib_atomic_lat
 # plus one ib_write_lat per lock + 8 B put + unlock, one atomic per
 # lock/unlock) against win_bench with every rank locking its neighbour
 # ("both", what verbs_vm_bench.sh measures) and with one origin per target

@@ -75,7 +75,7 @@ class Messages {
   // has; past this many unanswered ones to one peer the origin waits (the
   // verbs layer's shared receive queue has 256 buffers for every peer: two
   // ranks flooding each other with a thousand requests each ended in
-  // receiver-not-ready retries that took minutes under Soft-RoCE).
+  // receiver-not-ready retries that stalled for minutes on a slow device).
   static constexpr std::int64_t kInFlightPerPeer = 32;
 
  private:

@@ -145,7 +145,7 @@ void Progress::place_helper() {
 // window epoch over UCX/TCP whose target had just gone into MPI_Barrier
 // took that long, and win_bench's lock + put + unlock read 0.1-1.9 ms
 // instead of 56-70 us. The shorter bound costs about 1250 wakeups a second
-// (some 13 us of CPU each on a loaded machine, 1.5-2% of the core) only
+// (a few microseconds of CPU each, a percent or two of the core) only
 // while the application waits inside the library, where it spins anyway;
 // while it computes the helper sleeps on the network's wakeup as before.
 // Steps start again short once it has gone. A pipeline left unfinished by a nonblocking call kicks it
@@ -240,8 +240,8 @@ void Progress::kick_helper() {
   if (kick_ < 0) return;
   // The kick wakes the helper whatever it listens for: the progress round
   // that follows a nonblocking call (wake_helper_for_background) must not
-  // kick it a second time. In the Soft-RoCE VM each write costs ~20 us of
-  // the issuing thread, and every offloaded NbGet/NbPut paid two.
+  // kick it a second time: each write is a system call that a slow core
+  // pays for in tens of microseconds, and every offloaded NbGet/NbPut paid two.
   helper_hears_peers_only_.store(false, std::memory_order_relaxed);
   const std::uint64_t one = 1;
   if (write(kick_, &one, sizeof one) != sizeof one) std::perror("armci: waking the helper thread");

@@ -1,5 +1,5 @@
 // The protocol selection table: what each setting and capability makes it
-// choose, size by size. The expectations are the rules the README states
+// choose, size by size. The expectations are the rules docs/architecture.md states
 // for ARMCI_PROTOCOL, ARMCI_BUFFERED_MAX, ARMCI_OFFLOAD_MIN,
 // ARMCI_AGGREGATE_PIECE_MAX and ARMCI_STRIDED_*; and the Rmw table's
 // choices, with each word-atomic protocol's results checked.

@@ -1,5 +1,5 @@
-// Strided put, get and Acc, chosen by piece size (count[0]). Measured in
-// the Soft-RoCE VM and over UCX (README, "Handles, protocols"): small pieces
+// Strided put, get and Acc, chosen by piece size (count[0]). Over verbs and
+// UCX (benchmarks/strided_protocols.sh measures them side by side): small pieces
 // travel best packed in vector messages, medium ones host-assisted where
 // the layer has SGE lists, large ones as direct runs; the thresholds are
 // ARMCI_STRIDED_BUFFERED_MAX and ARMCI_STRIDED_HOST_MAX. The estimates order
