@@ -8,6 +8,8 @@
 # BUILD_DIR/bench-results), runs (RUNS, default 1), np (NP, default 2),
 # mpirun_cmd + mpirun_flags (MPIRUN, MPIRUN_FLAGS), mpicc_cmd +
 # armci_mpi_libs (MPICC, ARMCI_MPI_LIBS) and bench_args (the rest).
+# REPORT=1 (or REPORT_DIR=DIR) makes a script that ends well leave a dated
+# report too (bench_report).
 # shellcheck shell=bash
 
 bench_init() {
@@ -32,6 +34,23 @@ bench_init() {
   results=${RESULTS_DIR:-$build_dir/bench-results}
   mkdir -p "$results" "$build_dir/benchmarks"
   bench_csvs=()
+  bench_command="benchmarks/$bench_me.sh $*"
+  if [ "${REPORT:-0}" != 0 ] || [ -n "${REPORT_DIR:-}" ]; then
+    trap 'bench_status=$?; [ "$bench_status" -ne 0 ] || bench_report; exit "$bench_status"' EXIT
+  fi
+}
+
+# bench_report: the CSVs of this script's runs and the charts of
+# $results/plots, copied with a generated Markdown table per CSV
+# (benchmarks/report.py) into REPORT_DIR, by default
+# benchmarks/results/<UTC date>-<host name>/ of the sources, where
+# benchmarks/README.md points at the latest one.
+bench_report() {
+  [ ${#bench_csvs[@]} -gt 0 ] || return 0
+  local dir=${REPORT_DIR:-$script_dir/results/$(date -u +%Y-%m-%d)-$(hostname -s)} png plots=()
+  for png in "$results"/plots/*.png; do [ -e "$png" ] && plots+=("$png"); done
+  python3 "$script_dir/report.py" --name "$bench_me" --dir "$dir" --command "$bench_command" \
+    "${bench_csvs[@]}" ${plots[@]+--plots "${plots[@]}"}
 }
 
 # bench_make PROGRAM...: keeps our binaries in step with the sources when
