@@ -9,14 +9,16 @@
 #
 # usage: benchmarks/compare_winlock.sh [BUILD_DIR] [winlock_bench options...]
 # environment: RUNS (default 3), POLICIES (default "pinned always after:4"),
-#   MPIRUN (default mpirun), OUT (default benchmarks/results/winlock.csv)
+#   MPIRUN (default mpirun), OUT (default BUILD_DIR/bench-results/winlock.csv),
+#   REPORT=1 (a dated report in benchmarks/results/, as bench_lib.sh's)
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build=${1:-$here/../build}
 [ $# -gt 0 ] && shift
 read -r -a policies <<< "${POLICIES:-pinned always after:4}"
 runs=${RUNS:-3}
-out=${OUT:-$here/results/winlock.csv}
+out=${OUT:-$build/bench-results/winlock.csv}
+mkdir -p "$(dirname "$out")"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 make -C "$build" --no-print-directory benchmarks/winlock_bench >/dev/null
@@ -52,3 +54,7 @@ for c in cells:
         print(f"{c:20} {p:10} {m:10.3f} {min(v):9.3f} {max(v):9.3f} {ratio}")
 EOF
 echo "# CSV: $out"
+if [ "${REPORT:-0}" != 0 ]; then
+  python3 "$here/report.py" --name compare_winlock --command "benchmarks/compare_winlock.sh $*" \
+    --dir "$here/results/$(date -u +%Y-%m-%d)-$(hostname -s)" "$out"
+fi
