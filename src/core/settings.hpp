@@ -99,6 +99,7 @@ struct Settings {
   // Every setting, in the table's order.
   struct Row {
     const char* name;
+    const char* description;  // one line
     std::string value;
     const char* source;  // "environment" or "default"
   };

@@ -71,6 +71,18 @@ TEST(Settings, RowsShowValueAndSource) {
   EXPECT_NE(text.find("> ARMCI_OFFLOAD_MIN=off (environment)\n"), std::string::npos) << text;
 }
 
+// docs/settings.md is generated from these lines (armci_info --markdown
+// settings): a setting without one would be a silent hole in the page.
+TEST(Settings, EveryRowHasAOneLineDescription) {
+  for (const Settings::Row& r : Settings().rows()) {
+    ASSERT_NE(r.description, nullptr) << r.name;
+    const std::string text = r.description;
+    EXPECT_GT(text.size(), 10u) << r.name;
+    EXPECT_EQ(text.find('\n'), std::string::npos) << r.name;
+    EXPECT_EQ(text.find('|'), std::string::npos) << r.name << ": breaks the Markdown table";
+  }
+}
+
 TEST(SettingsDeathTest, BadValueNamesTheVariableAndTheRange) {
   ScopedVariable bad("ARMCI_VERBS_RECV_SIZE", "lots");
   EXPECT_EXIT(Settings::from_environment(), ::testing::ExitedWithCode(1),
