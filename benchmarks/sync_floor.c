@@ -7,7 +7,7 @@
  * for the left one's complete). A wait polls its flag and, when the
  * processes outnumber the CPUs they may run on, yields at every failed
  * poll: the process it waits for may need this very CPU, and a yield
- * is the cheapest hand-over (a futex wake cost 20-27 us here).
+ * is the cheapest hand-over (a futex wake costs far more).
  *
  * Its point: with 4 ranks on 2 cores every rank must run once per epoch,
  * so each core switches between its ranks at least twice, whatever the
