@@ -40,7 +40,7 @@ fi
 # pkg-config prefixes the .pc file's paths with the scratch root.
 export PKG_CONFIG_PATH=$root$libdir/pkgconfig PKG_CONFIG_SYSROOT_DIR=$root
 export LD_LIBRARY_PATH=$root$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-cd "$scratch"
+cd "$scratch" || exit 1
 cp "$here/hello.c" "$here/hello.f90" "$here/CMakeLists.txt" .
 
 # build NAME COMMAND...: one build line, then the program must use the
