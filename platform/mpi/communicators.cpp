@@ -14,6 +14,8 @@ using CommGroupFn = int (*)(Handle, Handle*);
 using GroupInclFn = int (*)(Handle, int, const int*, Handle*);
 using CreateGroupFn = int (*)(Handle, Handle, int, Handle*);
 using FreeFn = int (*)(Handle*);
+using InitFn = int (*)(int*, char***);
+using FinalizeFn = int (*)();
 
 template <typename F>
 F find(const char* name) {
@@ -67,6 +69,21 @@ void* create(const std::vector<int>& world_ranks, int rank, int size) {
 void release(void* communicator) {
   if (communicator == nullptr || !running()) return;
   if (auto comm_free = find<FreeFn>("MPI_Comm_free")) comm_free(&communicator);
+}
+
+bool start(int* argc, char*** argv) {
+  auto initialized = find<FlagFn>("MPI_Initialized");
+  auto init = find<InitFn>("MPI_Init");
+  if (!initialized || !init) return false;  // a program without MPI
+  int is_initialized = 0;
+  initialized(&is_initialized);
+  if (is_initialized) return false;
+  return init(argc, argv) == 0;
+}
+
+void stop() {
+  if (!running()) return;
+  if (auto finalize = find<FinalizeFn>("MPI_Finalize")) finalize();
 }
 
 }  // namespace armci::platform::mpi

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "platform/mpi/communicators.hpp"
 #include "platform/network_factory.hpp"
 #include "src/core/error.hpp"
 #include "src/core/peer_failure.hpp"
@@ -22,6 +23,9 @@ namespace armci {
 Runtime* Runtime::instance_ = nullptr;
 
 namespace {
+
+bool message_init_started_mpi = false;
+bool message_init_started_runtime = false;
 
 std::string hostname() {
   char name[256] = {};
@@ -73,6 +77,21 @@ void Runtime::finalize() {
 }
 
 Runtime::~Runtime() = default;
+
+void Runtime::message_init(int* argc, char*** argv) {
+  if (platform::mpi::start(argc, argv)) message_init_started_mpi = true;
+  if (instance_ == nullptr) {
+    initialize();
+    message_init_started_runtime = true;
+  }
+}
+
+void Runtime::message_finalize() {
+  if (message_init_started_runtime && instance_ != nullptr) finalize();
+  message_init_started_runtime = false;
+  if (message_init_started_mpi) platform::mpi::stop();
+  message_init_started_mpi = false;
+}
 
 void Runtime::start_up() {
   settings_ = Settings::from_environment();

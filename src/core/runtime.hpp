@@ -51,6 +51,12 @@ class Runtime {
   static void initialize();
   static void finalize();
   static Runtime* get() { return instance_; }
+  // armci_msg_init / armci_msg_finalize, GA's rule: MPI is started when the
+  // program holds it and has not, and ended only by the finalize of the
+  // init that started it; the runtime likewise (ARMCI_Init and
+  // ARMCI_Finalize may come between).
+  static void message_init(int* argc, char*** argv);
+  static void message_finalize();
 
   const Settings& settings() const { return settings_; }
   const Peers& peers() const { return *peers_; }
