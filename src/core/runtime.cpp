@@ -46,7 +46,21 @@ std::chrono::nanoseconds wait_spin(const Settings& settings, const Peers& peers)
 
 // ------------------------------------------------------------------ start-up
 
-void Runtime::initialize() {
+void Runtime::initialize() { start(nullptr); }
+
+void Runtime::initialize_on(const char* call, void* communicator) {
+  // MPI_COMM_WORLD ranks are the launcher's PMIx ranks (Open MPI under a
+  // PMIx launcher); the bootstrap checks that this process is the member
+  // its rank says.
+  std::vector<int> members = platform::mpi::world_ranks_of(communicator);
+  if (members.empty())
+    fail(call, "argument 'comm' (%p) is not a communicator of a running MPI (MPI_Init first; Open MPI's handles)",
+         communicator);
+  platform::mpi::set_world(communicator);
+  start(&members);
+}
+
+void Runtime::start(const std::vector<int>* members) {
   install_terminate_handler();
   set_current_call("ARMCI_Init");
   auto* runtime = new Runtime();
@@ -58,7 +72,7 @@ void Runtime::initialize() {
     if (instance_) instance_->cleanup_names();
   });
   try {
-    runtime->start_up();
+    runtime->start_up(members);
   } catch (const std::exception& e) {
     fail("ARMCI_Init", "start-up failed: %s", e.what());
   }
@@ -74,6 +88,7 @@ void Runtime::finalize() {
   set_cleanup_hook(nullptr);
   instance_ = nullptr;
   delete runtime;
+  platform::mpi::reset_world();
 }
 
 Runtime::~Runtime() = default;
@@ -93,11 +108,11 @@ void Runtime::message_finalize() {
   message_init_started_mpi = false;
 }
 
-void Runtime::start_up() {
+void Runtime::start_up(const std::vector<int>* members) {
   settings_ = Settings::from_environment();
   set_job_ending(false);
   set_return_on_peer_failure(settings_.return_on_peer_failure);
-  bootstrap_ = platform::Bootstrap::create();
+  bootstrap_ = members ? platform::Bootstrap::create(*members) : platform::Bootstrap::create();
   const int rank = bootstrap_->rank();
   const int size = bootstrap_->size();
   set_error_rank(rank);
