@@ -13,11 +13,17 @@
 module armci
   use, intrinsic :: iso_c_binding
   implicit none
-  private :: c_int, c_long, c_float, c_double, c_ptr, c_char, c_intptr_t
+  private :: c_int, c_long, c_long_long, c_float, c_double, c_ptr, c_char, c_intptr_t
 
   ! Data types of ARMCI_Acc (armci.h's values).
   integer(c_int), parameter :: ARMCI_ACC_INT = 0, ARMCI_ACC_LNG = 1, ARMCI_ACC_FLT = 2, &
                                ARMCI_ACC_DBL = 3, ARMCI_ACC_CPL = 4, ARMCI_ACC_DCP = 5
+  ! Scopes and element types of the armci_msg_* calls (message.h's values),
+  ! and the one domain of armci_domain_*.
+  integer(c_int), parameter :: SCOPE_ALL = 0, SCOPE_NODE = 1, SCOPE_MASTERS = 2
+  integer(c_int), parameter :: ARMCI_INT = 0, ARMCI_LONG = 1, ARMCI_LONG_LONG = 2, &
+                               ARMCI_FLOAT = 3, ARMCI_DOUBLE = 4
+  integer(c_int), parameter :: ARMCI_DOMAIN_SMP = 0
   ! Operations of ARMCI_Rmw.
   integer(c_int), parameter :: ARMCI_FETCH_AND_ADD = 0, ARMCI_FETCH_AND_ADD_LONG = 1, &
                                ARMCI_SWAP = 2, ARMCI_SWAP_LONG = 3
@@ -290,9 +296,10 @@ module armci
     end function
     subroutine armci_msg_barrier() bind(C, name='armci_msg_barrier')
     end subroutine
-    ! Reductions over every rank, in place; op is one of '+', '*', 'max',
-    ! 'min', 'absmax', 'absmin', 'or' (logical 'or': integers only), ended
-    ! by c_null_char.
+    ! Reductions over every rank, in place. op begins with one of '+', '*',
+    ! 'max', 'min', 'absmax', 'absmin', and for integers 'or', '&&', '||',
+    ! '&', '|', 'land', 'lor', 'band', 'bor': the name is matched by its
+    ! start, so a Fortran character argument needs no c_null_char.
     subroutine armci_msg_igop(x, n, op) bind(C, name='armci_msg_igop')
       import :: c_int, c_char
       integer(c_int), intent(inout) :: x(*)
@@ -317,6 +324,49 @@ module armci
       integer(c_int), value :: n
       character(kind=c_char), intent(in) :: op(*)
     end subroutine
+    subroutine armci_msg_llgop(x, n, op) bind(C, name='armci_msg_llgop')
+      import :: c_int, c_long_long, c_char
+      integer(c_long_long), intent(inout) :: x(*)
+      integer(c_int), value :: n
+      character(kind=c_char), intent(in) :: op(*)
+    end subroutine
+    ! n elements of type (ARMCI_INT...) at x over scope (SCOPE_ALL...).
+    subroutine armci_msg_gop_scope(scope, x, n, op, type) bind(C, name='armci_msg_gop_scope')
+      import :: c_int, c_ptr, c_char
+      integer(c_int), value :: scope, n, type
+      type(c_ptr), value :: x
+      character(kind=c_char), intent(in) :: op(*)
+    end subroutine
+    ! The n bytes at x of the contributing rank whose leading element of
+    ! type is the 'max' or 'min' (ties: the lowest rank) replace every rank's.
+    subroutine armci_msg_sel_scope(scope, x, n, op, type, contribute) bind(C, name='armci_msg_sel_scope')
+      import :: c_int, c_ptr, c_char
+      integer(c_int), value :: scope, n, type, contribute
+      type(c_ptr), value :: x
+      character(kind=c_char), intent(in) :: op(*)
+    end subroutine
+    ! Domains (nodes): id -1 is this rank's own.
+    integer(c_int) function armci_domain_count(domain) bind(C, name='armci_domain_count')
+      import :: c_int
+      integer(c_int), value :: domain
+    end function
+    integer(c_int) function armci_domain_my_id(domain) bind(C, name='armci_domain_my_id')
+      import :: c_int
+      integer(c_int), value :: domain
+    end function
+    integer(c_int) function armci_domain_id(domain, proc) bind(C, name='armci_domain_id')
+      import :: c_int
+      integer(c_int), value :: domain, proc
+    end function
+    integer(c_int) function armci_domain_nprocs(domain, id) bind(C, name='armci_domain_nprocs')
+      import :: c_int
+      integer(c_int), value :: domain, id
+    end function
+    integer(c_int) function armci_domain_glob_proc_id(domain, id, loc_proc_id) &
+        bind(C, name='armci_domain_glob_proc_id')
+      import :: c_int
+      integer(c_int), value :: domain, id, loc_proc_id
+    end function
     ! len bytes from root's buffer to every rank's.
     subroutine armci_msg_bcast(buffer, len, root) bind(C, name='armci_msg_bcast')
       import :: c_ptr, c_int

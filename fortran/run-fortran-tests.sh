@@ -4,26 +4,27 @@
 # build top directory. Each job passes when every rank printed its PASS line
 # and the job exited 0.
 #
-# Environment (optional): FT_NPS (default "2 4"), FT_MODES ("shm ucx"),
+# Environment (optional): FT_NPS (default "2 4"), FT_MODES ("shm ucx mixed"),
 # FT_TIMEOUT (seconds per job, 120), FT_BINDIR (default ./fortran).
 set -u
 source "$(dirname "$0")/../tests/job_lib.sh"
 job_lib_init run-fortran-tests
 bindir=${FT_BINDIR:-$PWD/fortran}
 nps=${FT_NPS:-2 4}
-modes=${FT_MODES:-shm ucx}
+modes=${FT_MODES:-shm ucx mixed}
 job_timeout=${FT_TIMEOUT:-120}
 
 mode_env() {
   case $1 in
     shm) echo "ARMCI_SHM=1" ;;
     ucx) echo "ARMCI_SHM=0 ARMCI_VNODE_SIZE=1 ARMCI_NETWORK=ucx" ;;
+    mixed) echo "ARMCI_SHM=1 ARMCI_VNODE_SIZE=2 ARMCI_NETWORK=ucx" ;;
     *) echo "run-fortran-tests: unknown mode $1" >&2; exit 2 ;;
   esac
 }
 
 for mode in $modes; do
-  for prog in tests/ft_calls examples/nbget_overlap; do
+  for prog in tests/ft_calls tests/ft_msg examples/nbget_overlap; do
     name=${prog#*/}
     for np in $nps; do
       # shellcheck disable=SC2046 # one word per VAR=value

@@ -76,6 +76,11 @@ typedef struct {
 /* Start-up and shutdown. Collective. MPI_Init may come before or after. */
 int ARMCI_Init(void);
 int ARMCI_Init_args(int *argc, char ***argv);
+/* ARMCI over comm's members alone (MPI running, Open MPI): ARMCI rank =
+ * rank in comm, ARMCI_GROUP_WORLD = comm's members in its order (its
+ * `comm` a duplicate of comm). Collective over comm; processes outside it
+ * never call ARMCI. */
+int ARMCI_Init_mpi_comm(armci_mpi_comm_t comm);
 int ARMCI_Initialized(void);
 /* Thread levels are those of MPI; every level is served (the library takes
  * its own locks), and the level reached is returned. */
@@ -327,6 +332,7 @@ int ARMCIX_Peer_error(void);
  * profiler or a wrapper defines ARMCI_x and calls PARMCI_x. */
 int PARMCI_Init(void);
 int PARMCI_Init_args(int *argc, char ***argv);
+int PARMCI_Init_mpi_comm(armci_mpi_comm_t comm);
 int PARMCI_Initialized(void);
 int PARMCI_Init_thread(int armci_requested);
 int PARMCI_Finalize(void);

@@ -14,13 +14,21 @@ using CommGroupFn = int (*)(Handle, Handle*);
 using GroupInclFn = int (*)(Handle, int, const int*, Handle*);
 using CreateGroupFn = int (*)(Handle, Handle, int, Handle*);
 using FreeFn = int (*)(Handle*);
+using InitFn = int (*)(int*, char***);
+using FinalizeFn = int (*)();
 
 template <typename F>
 F find(const char* name) {
   return reinterpret_cast<F>(dlsym(RTLD_DEFAULT, name));
 }
 
-Handle world_handle() { return dlsym(RTLD_DEFAULT, "ompi_mpi_comm_world"); }
+using GroupIntFn = int (*)(Handle, int*);
+using TranslateFn = int (*)(Handle, int, const int*, Handle, int*);
+
+Handle world_set = nullptr;
+
+Handle mpi_comm_world() { return dlsym(RTLD_DEFAULT, "ompi_mpi_comm_world"); }
+Handle world_handle() { return world_set != nullptr ? world_set : mpi_comm_world(); }
 
 bool running() {
   auto initialized = find<FlagFn>("MPI_Initialized");
@@ -33,6 +41,40 @@ bool running() {
 }
 
 }  // namespace
+
+void set_world(void* communicator) {
+  reset_world();
+  auto dup = find<CommGroupFn>("MPI_Comm_dup");  // (comm, comm*): the same shape
+  Handle copy = nullptr;
+  if (dup && running() && dup(communicator, &copy) == 0) world_set = copy;
+}
+
+void reset_world() {
+  release(world_set);
+  world_set = nullptr;
+}
+
+std::vector<int> world_ranks_of(void* communicator) {
+  Handle mpi_world = mpi_comm_world();
+  if (communicator == nullptr || mpi_world == nullptr || !running()) return {};
+  if (communicator == dlsym(RTLD_DEFAULT, "ompi_mpi_comm_null")) return {};
+  auto comm_group = find<CommGroupFn>("MPI_Comm_group");
+  auto group_size = find<GroupIntFn>("MPI_Group_size");
+  auto translate = find<TranslateFn>("MPI_Group_translate_ranks");
+  auto group_free = find<FreeFn>("MPI_Group_free");
+  if (!comm_group || !group_size || !translate || !group_free) return {};
+  Handle group = nullptr, world_group = nullptr;
+  if (comm_group(communicator, &group) != 0) return {};
+  comm_group(mpi_world, &world_group);
+  int n = 0;
+  group_size(group, &n);
+  std::vector<int> ranks(static_cast<std::size_t>(n)), in_world(static_cast<std::size_t>(n), -1);
+  for (int i = 0; i < n; ++i) ranks[static_cast<std::size_t>(i)] = i;
+  translate(group, n, ranks.data(), world_group, in_world.data());
+  group_free(&group);
+  group_free(&world_group);
+  return in_world;
+}
 
 bool usable(int rank, int size) {
   Handle world = world_handle();
@@ -67,6 +109,21 @@ void* create(const std::vector<int>& world_ranks, int rank, int size) {
 void release(void* communicator) {
   if (communicator == nullptr || !running()) return;
   if (auto comm_free = find<FreeFn>("MPI_Comm_free")) comm_free(&communicator);
+}
+
+bool start(int* argc, char*** argv) {
+  auto initialized = find<FlagFn>("MPI_Initialized");
+  auto init = find<InitFn>("MPI_Init");
+  if (!initialized || !init) return false;  // a program without MPI
+  int is_initialized = 0;
+  initialized(&is_initialized);
+  if (is_initialized) return false;
+  return init(argc, argv) == 0;
+}
+
+void stop() {
+  if (!running()) return;
+  if (auto finalize = find<FinalizeFn>("MPI_Finalize")) finalize();
 }
 
 }  // namespace armci::platform::mpi

@@ -35,9 +35,33 @@ class SingletonBootstrap final : public Bootstrap {
   std::string job_id_;
 };
 
+// The translation between this bootstrap's ranks and the job's PMIx ranks:
+// the identity for the whole job, members[r] for a part of it. Every PMIx
+// rank this file hands PMIx, or takes from it, goes through here.
+class RankMap {
+ public:
+  RankMap() = default;
+  explicit RankMap(std::vector<int> members) : members_(std::move(members)) {}
+  bool whole_job() const { return members_.empty(); }
+  pmix_rank_t pmix_rank(int rank) const {
+    return static_cast<pmix_rank_t>(whole_job() ? rank : members_[static_cast<std::size_t>(rank)]);
+  }
+  // -1: not one of ours.
+  int rank_of(pmix_rank_t pmix, int job_size) const {
+    if (whole_job()) return pmix < static_cast<pmix_rank_t>(job_size) ? static_cast<int>(pmix) : -1;
+    for (std::size_t r = 0; r < members_.size(); ++r)
+      if (static_cast<pmix_rank_t>(members_[r]) == pmix) return static_cast<int>(r);
+    return -1;
+  }
+  std::size_t size() const { return members_.size(); }
+
+ private:
+  std::vector<int> members_;
+};
+
 class PmixBootstrap final : public Bootstrap {
  public:
-  PmixBootstrap() {
+  explicit PmixBootstrap(RankMap map = {}) : map_(std::move(map)) {
     pmix_status_t status = PMIx_Init(&me_, nullptr, 0);
     if (status != PMIX_SUCCESS) throw pmix_error("PMIx_Init", status);
     PMIX_PROC_CONSTRUCT(&everyone_);
@@ -46,9 +70,34 @@ class PmixBootstrap final : public Bootstrap {
     pmix_value_t* value = nullptr;
     status = PMIx_Get(&everyone_, PMIX_JOB_SIZE, nullptr, 0, &value);
     if (status != PMIX_SUCCESS) throw pmix_error("PMIx_Get(PMIX_JOB_SIZE)", status);
-    size_ = static_cast<int>(value->data.uint32);
+    job_size_ = static_cast<int>(value->data.uint32);
     PMIX_VALUE_RELEASE(value);
     job_id_ = me_.nspace;
+    if (map_.whole_job()) {
+      size_ = job_size_;
+      rank_ = static_cast<int>(me_.rank);
+      fence_procs_.push_back(everyone_);
+      return;
+    }
+    size_ = static_cast<int>(map_.size());
+    rank_ = map_.rank_of(me_.rank, job_size_);
+    if (rank_ < 0)
+      throw std::runtime_error("this process (PMIx rank " + std::to_string(me_.rank) +
+                               ") is not one of the processes it starts with");
+    for (int r = 0; r < size_; ++r) {
+      const pmix_rank_t pmix = map_.pmix_rank(r);
+      if (pmix >= static_cast<pmix_rank_t>(job_size_))
+        throw std::runtime_error("member " + std::to_string(r) + " (PMIx rank " + std::to_string(pmix) +
+                                 ") is not a process of this job of " + std::to_string(job_size_));
+      pmix_proc_t proc;
+      PMIX_PROC_CONSTRUCT(&proc);
+      std::memcpy(proc.nspace, me_.nspace, PMIX_MAX_NSLEN + 1);
+      proc.rank = pmix;
+      fence_procs_.push_back(proc);
+    }
+    // Shared segments are named by job and rank: a part of the job names
+    // its own (two parts may both start ARMCI).
+    job_id_ += "-p" + std::to_string(map_.pmix_rank(0));
   }
   ~PmixBootstrap() override {
     watcher_ = nullptr;
@@ -68,7 +117,7 @@ class PmixBootstrap final : public Bootstrap {
     if (outcome.load() >= 0) handler_id_ = outcome.load();
   }
 
-  int rank() const override { return static_cast<int>(me_.rank); }
+  int rank() const override { return rank_; }
   int size() const override { return size_; }
   const std::string& job_id() const override { return job_id_; }
   const char* kind() const override { return "pmix"; }
@@ -96,7 +145,7 @@ class PmixBootstrap final : public Bootstrap {
       pmix_proc_t peer;
       PMIX_PROC_CONSTRUCT(&peer);
       std::memcpy(peer.nspace, me_.nspace, PMIX_MAX_NSLEN + 1);
-      peer.rank = static_cast<pmix_rank_t>(r);
+      peer.rank = map_.pmix_rank(r);
       pmix_value_t* got = nullptr;
       // The collecting fence brought every record here; asking the peer's
       // server instead would wait forever for a peer that died after the
@@ -127,7 +176,7 @@ class PmixBootstrap final : public Bootstrap {
     constexpr int kPending = INT_MIN;
     std::atomic<int> outcome{kPending};
     pmix_status_t status = PMIx_Fence_nb(
-        &everyone_, 1, &info, 1,
+        fence_procs_.data(), fence_procs_.size(), &info, 1,
         [](pmix_status_t result, void* data) { static_cast<std::atomic<int>*>(data)->store(result); },
         &outcome);
     if (status != PMIX_SUCCESS) {
@@ -180,9 +229,9 @@ class PmixBootstrap final : public Bootstrap {
       const bool lost_launcher = status == PMIX_ERR_LOST_CONNECTION || status == PMIX_ERR_UNREACH;
       const bool ours = proc != nullptr && PMIX_CHECK_NSPACE(proc->nspace, self->me_.nspace) &&
                         proc->rank != PMIX_RANK_WILDCARD && proc->rank != self->me_.rank &&
-                        proc->rank < static_cast<pmix_rank_t>(self->size_);
+                        self->map_.rank_of(proc->rank, self->job_size_) >= 0;
       const std::string why = std::string("PMIx event ") + PMIx_Error_string(status);
-      if (ours) self->on_failure_(static_cast<int>(proc->rank), why.c_str());
+      if (ours) self->on_failure_(self->map_.rank_of(proc->rank, self->job_size_), why.c_str());
       else if (lost_launcher) self->on_failure_(-1, why.c_str());
     }
     if (cbfunc != nullptr) cbfunc(PMIX_EVENT_ACTION_COMPLETE, nullptr, 0, nullptr, nullptr, cbdata);
@@ -190,25 +239,42 @@ class PmixBootstrap final : public Bootstrap {
 
   PeerFailure on_failure_;
   int handler_id_ = -1;
+  RankMap map_;
   pmix_proc_t me_{};
   pmix_proc_t everyone_{};
+  std::vector<pmix_proc_t> fence_procs_;  // the job (wildcard), or each member
+  int job_size_ = 1;
   int size_ = 1;
+  int rank_ = 0;
   std::string job_id_;
   unsigned long round_ = 0;
 };
 
-}  // namespace
-
 PmixBootstrap* PmixBootstrap::watcher_ = nullptr;
 
+// A PMIx launcher (mpirun, prterun, srun --mpi=pmix) names the server in
+// the environment; without one this is a single process.
+bool launcher_named() {
+  for (const char* name : {"PMIX_NAMESPACE", "PMIX_SERVER_URI41", "PMIX_SERVER_URI4", "PMIX_SERVER_URI3",
+                           "PMIX_SERVER_URI2"})
+    if (std::getenv(name) != nullptr) return true;
+  return false;
+}
+
+}  // namespace
+
 std::unique_ptr<Bootstrap> Bootstrap::create() {
-  // A PMIx launcher (mpirun, prterun, srun --mpi=pmix) names the server in
-  // the environment; without one this is a single process.
-  if (std::getenv("PMIX_NAMESPACE") == nullptr && std::getenv("PMIX_SERVER_URI41") == nullptr &&
-      std::getenv("PMIX_SERVER_URI4") == nullptr && std::getenv("PMIX_SERVER_URI3") == nullptr &&
-      std::getenv("PMIX_SERVER_URI2") == nullptr)
-    return std::make_unique<SingletonBootstrap>();
+  if (!launcher_named()) return std::make_unique<SingletonBootstrap>();
   return std::make_unique<PmixBootstrap>();
+}
+
+std::unique_ptr<Bootstrap> Bootstrap::create(const std::vector<int>& members) {
+  if (!launcher_named()) {
+    if (members.size() != 1 || members[0] != 0)
+      throw std::runtime_error("a part of the job needs a PMIx launcher, and none is named in the environment");
+    return std::make_unique<SingletonBootstrap>();
+  }
+  return std::make_unique<PmixBootstrap>(RankMap(members));
 }
 
 }  // namespace armci::platform

@@ -41,6 +41,12 @@ class Bootstrap {
   // Connects to the launcher's PMIx server, or returns a singleton bootstrap
   // when the environment names none.
   static std::unique_ptr<Bootstrap> create();
+  // Over some of the job's processes only (ARMCI_Init_mpi_comm): members
+  // are their PMIx ranks, and rank r of this bootstrap is members[r]. Its
+  // exchanges and fences span the members alone, and peer failures are
+  // reported by member index; processes outside are never waited for.
+  // This process must be a member (fails naming its PMIx rank otherwise).
+  static std::unique_ptr<Bootstrap> create(const std::vector<int>& members);
 
  protected:
   std::function<void()> progress_;

@@ -81,6 +81,15 @@ ARMCI_API(int, ARMCI_Init, (void)) {
 
 ARMCI_API(int, ARMCI_Init_args, (int* argc, char*** argv)) { return PARMCI_Init(); }
 
+ARMCI_API(int, ARMCI_Init_mpi_comm, (armci_mpi_comm_t comm)) {
+  // A second start over some other set of processes could not be told
+  // from the first: it is an error, not a no-op as ARMCI_Init's is.
+  if (armci::Runtime::get() != nullptr)
+    armci::fail("ARMCI_Init_mpi_comm", "the library is already initialised (ARMCI_Finalize first)");
+  armci::Runtime::initialize_on("ARMCI_Init_mpi_comm", reinterpret_cast<void*>(comm));
+  return 0;
+}
+
 ARMCI_API(int, ARMCI_Initialized, (void)) { return armci::Runtime::get() != nullptr; }
 
 ARMCI_API(int, ARMCI_Finalize, (void)) {

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <string_view>
 
 #include "include/message.h"
 #include "src/api/api.hpp"
@@ -75,18 +74,14 @@ armci::ElementType element_type(const char* call, int type) {
 armci::ReduceOp parse_op(const char* call, const char* op, armci::ElementType type) {
   using armci::ReduceOp;
   if (op == nullptr) fail(call, "argument 'op' is NULL");
-  const std::string_view o(op);
   ReduceOp parsed;
-  if (o == "+") parsed = ReduceOp::sum;
-  else if (o == "*") parsed = ReduceOp::product;
-  else if (o == "max") parsed = ReduceOp::max;
-  else if (o == "min") parsed = ReduceOp::min;
-  else if (o == "absmax") parsed = ReduceOp::absmax;
-  else if (o == "absmin") parsed = ReduceOp::absmin;
-  else if (o == "or") parsed = ReduceOp::bit_or;
-  else fail(call, "argument 'op' (\"%s\") is not one of + * max min absmax absmin or", op);
-  if (parsed == ReduceOp::bit_or && !armci::is_integer(type))
-    fail(call, "argument 'op': \"or\" needs an integer type, not a floating one");
+  if (!armci::parse_reduce_op(op, parsed))
+    fail(call, "argument 'op' (\"%s\") is not one of + * max min absmax absmin or && || & | land lor band bor",
+         armci::printable_op(op).c_str());
+  const bool integer_only = parsed == ReduceOp::bit_or || parsed == ReduceOp::bit_and ||
+                            parsed == ReduceOp::logical_and || parsed == ReduceOp::logical_or;
+  if (integer_only && !armci::is_integer(type))
+    fail(call, "argument 'op' (\"%s\") needs an integer type, not a floating one", armci::printable_op(op).c_str());
   return parsed;
 }
 
@@ -125,8 +120,10 @@ void sel(const char* call, int scope, void* x, int n, const char* op, int type, 
   armci::Runtime& r = runtime(call);
   armci::require_all_alive(call);
   const std::size_t element = armci::element_bytes(element_type(call, type));
-  if (op == nullptr || (std::strcmp(op, "max") != 0 && std::strcmp(op, "min") != 0))
-    fail(call, "argument 'op' (\"%s\") is not \"max\" or \"min\"", op ? op : "(null)");
+  if (op == nullptr) fail(call, "argument 'op' is NULL");
+  bool want_max = false;
+  if (!armci::parse_select_op(op, want_max))
+    fail(call, "argument 'op' (\"%s\") is not \"max\" or \"min\"", armci::printable_op(op).c_str());
   if (n < static_cast<int>(element))
     fail(call, "argument 'n' (%d bytes) is shorter than one element of type %d", n, type);
   if (x == nullptr) fail(call, "argument 'x' is NULL");
@@ -143,7 +140,6 @@ void sel(const char* call, int scope, void* x, int n, const char* op, int type, 
   const Head head{contribute != 0, t.me};
   std::memcpy(mine.data(), &head, sizeof head);
   std::memcpy(mine.data() + sizeof head, x, bytes);
-  const bool want_max = std::strcmp(op, "max") == 0;
   auto better = [type, want_max](const std::byte* a, const std::byte* b) -> bool {  // a strictly better than b
     auto cmp = [&](auto va, auto vb) { return want_max ? va > vb : va < vb; };
     switch (type) {
@@ -185,11 +181,9 @@ armci_api(double, armci_timer, (void)) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-armci_api(void, armci_msg_init, (int* argc, char*** argv)) {
-  if (armci::Runtime::get() == nullptr) armci::Runtime::initialize();
-}
+armci_api(void, armci_msg_init, (int* argc, char*** argv)) { armci::Runtime::message_init(argc, argv); }
 
-armci_api(void, armci_msg_finalize, (void)) {}
+armci_api(void, armci_msg_finalize, (void)) { armci::Runtime::message_finalize(); }
 
 // ---------------------------------------------------------------- point to point
 

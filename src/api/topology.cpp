@@ -13,17 +13,20 @@ const armci::Peers& domain_peers(const char* call, armci_domain_t domain) {
   return r.peers();
 }
 
-void check_node(const char* call, const armci::Peers& peers, int id) {
+// A domain id as GA and ARMCI-MPI take it: -1 is the caller's own domain
+// (GA asks ga_cluster_nprocs(-1) for the size of its node).
+int domain_of(const char* call, const armci::Peers& peers, int id) {
+  if (id == -1) return peers.node_of(peers.rank());
   if (id < 0 || id >= peers.node_count())
-    fail(call, "argument 'id' (%d) is out of range [0, %d)", id, peers.node_count());
+    fail(call, "argument 'id' (%d) is out of range [0, %d) and not -1 (this rank's domain)", id, peers.node_count());
+  return id;
 }
 
 }  // namespace
 
 armci_api(int, armci_domain_nprocs, (armci_domain_t domain, int id)) {
   const armci::Peers& peers = domain_peers("armci_domain_nprocs", domain);
-  check_node("armci_domain_nprocs", peers, id);
-  return static_cast<int>(peers.node_members(id).size());
+  return static_cast<int>(peers.node_members(domain_of("armci_domain_nprocs", peers, id)).size());
 }
 
 armci_api(int, armci_domain_id, (armci_domain_t domain, int glob_proc_id)) {
@@ -35,8 +38,7 @@ armci_api(int, armci_domain_id, (armci_domain_t domain, int glob_proc_id)) {
 
 armci_api(int, armci_domain_glob_proc_id, (armci_domain_t domain, int id, int loc_proc_id)) {
   const armci::Peers& peers = domain_peers("armci_domain_glob_proc_id", domain);
-  check_node("armci_domain_glob_proc_id", peers, id);
-  const auto& members = peers.node_members(id);
+  const auto& members = peers.node_members(domain_of("armci_domain_glob_proc_id", peers, id));
   if (loc_proc_id < 0 || static_cast<std::size_t>(loc_proc_id) >= members.size())
     fail("armci_domain_glob_proc_id", "argument 'loc_proc_id' (%d) is out of range [0, %zu)", loc_proc_id,
          members.size());

@@ -36,6 +36,8 @@ void combine(void* into_bytes, const void* from_bytes, std::size_t count) {
     else if constexpr (op == ReduceOp::bit_or && std::is_integral_v<T>) a = a | b;
     else if constexpr (op == ReduceOp::bit_and && std::is_integral_v<T>) a = a & b;
     else if constexpr (op == ReduceOp::bit_xor && std::is_integral_v<T>) a = a ^ b;
+    else if constexpr (op == ReduceOp::logical_and && std::is_integral_v<T>) a = (a != 0 && b != 0) ? 1 : 0;
+    else if constexpr (op == ReduceOp::logical_or && std::is_integral_v<T>) a = (a != 0 || b != 0) ? 1 : 0;
     std::memcpy(into + i * sizeof(T), &a, sizeof(T));
   }
 }
@@ -52,6 +54,8 @@ CombineFunction combine_typed(ReduceOp op) {
     case ReduceOp::bit_or: return combine<T, ReduceOp::bit_or>;
     case ReduceOp::bit_and: return combine<T, ReduceOp::bit_and>;
     case ReduceOp::bit_xor: return combine<T, ReduceOp::bit_xor>;
+    case ReduceOp::logical_and: return combine<T, ReduceOp::logical_and>;
+    case ReduceOp::logical_or: return combine<T, ReduceOp::logical_or>;
   }
   return combine<T, ReduceOp::sum>;
 }
@@ -75,6 +79,44 @@ CombineFunction combine_for(ElementType type, ReduceOp op) {
     case ElementType::complex_double: return combine_typed<std::complex<double>>(op);
   }
   return combine_typed<double>(op);
+}
+
+namespace {
+bool starts(const char* name, const char* prefix) { return std::strncmp(name, prefix, std::strlen(prefix)) == 0; }
+}  // namespace
+
+bool parse_reduce_op(const char* name, ReduceOp& op) {
+  struct Name {
+    const char* prefix;
+    ReduceOp op;
+  };
+  // Order matters: "&&" before "&", "||" before "|".
+  static constexpr Name kNames[] = {
+      {"+", ReduceOp::sum},          {"*", ReduceOp::product},     {"max", ReduceOp::max},
+      {"min", ReduceOp::min},        {"absmax", ReduceOp::absmax}, {"absmin", ReduceOp::absmin},
+      {"or", ReduceOp::bit_or},      {"&&", ReduceOp::logical_and}, {"land", ReduceOp::logical_and},
+      {"||", ReduceOp::logical_or},  {"lor", ReduceOp::logical_or}, {"&", ReduceOp::bit_and},
+      {"band", ReduceOp::bit_and},   {"|", ReduceOp::bit_or},      {"bor", ReduceOp::bit_or},
+  };
+  for (const Name& n : kNames)
+    if (starts(name, n.prefix)) {
+      op = n.op;
+      return true;
+    }
+  return false;
+}
+
+bool parse_select_op(const char* name, bool& max) {
+  if (starts(name, "max")) max = true;
+  else if (starts(name, "min")) max = false;
+  else return false;
+  return true;
+}
+
+std::string printable_op(const char* name) {
+  std::string shown;
+  for (std::size_t i = 0; i < 16 && name[i] >= 0x20 && name[i] < 0x7f; ++i) shown += name[i];
+  return shown;
 }
 
 void prepare_absolute(ElementType type, void* data, std::size_t count) {

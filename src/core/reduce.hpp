@@ -4,11 +4,13 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <type_traits>
 
 namespace armci {
 
-enum class ReduceOp { sum, product, max, min, absmax, absmin, bit_or, bit_and, bit_xor };
+// logical_and / logical_or give 1 or 0, as C's && and || (GA's "&&", "||").
+enum class ReduceOp { sum, product, max, min, absmax, absmin, bit_or, bit_and, bit_xor, logical_and, logical_or };
 // The complex types serve the windows' accumulates (sum and product only).
 enum class ElementType { int_, long_, long_long, float_, double_, complex_float, complex_double };
 
@@ -34,7 +36,7 @@ using CombineFunction = void (*)(void* into, const void* from, std::size_t count
 
 // The combine for one operation and type; absmax/absmin compare the
 // magnitudes, which the caller has put in place of the values beforehand
-// (prepare_absolute). A bitwise op on a floating type, or an order on a
+// (prepare_absolute). A bitwise or logical op on a floating type, or an order on a
 // complex one, is the caller's error to catch: it combines nothing.
 CombineFunction combine_for(ElementType type, ReduceOp op);
 
@@ -55,6 +57,19 @@ constexpr T wrapping_mul(T a, T b) {
   else
     return a * b;
 }
+// The op names of armci_msg_*gop, matched by prefix in the order GA's
+// ARMCI and ARMCI-MPI match them ("+", "*", "max", "min", "absmax",
+// "absmin", "or", "&&"/"land", "||"/"lor", "&"/"band", "|"/"bor"): a
+// Fortran caller passes its name with no NUL, followed by whatever memory
+// holds next. Reads no further than the first byte that differs. False:
+// nothing matches.
+bool parse_reduce_op(const char* name, ReduceOp& op);
+// "max" or "min" by the same rule (armci_msg_sel): true for max.
+bool parse_select_op(const char* name, bool& max);
+// The start of an op name for an error message: its printable bytes, at
+// most 16, since a Fortran name has no end of its own.
+std::string printable_op(const char* name);
+
 // For absmax/absmin: every element replaced by its magnitude.
 void prepare_absolute(ElementType type, void* data, std::size_t count);
 

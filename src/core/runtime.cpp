@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "platform/mpi/communicators.hpp"
 #include "platform/network_factory.hpp"
 #include "src/core/error.hpp"
 #include "src/core/peer_failure.hpp"
@@ -22,6 +23,9 @@ namespace armci {
 Runtime* Runtime::instance_ = nullptr;
 
 namespace {
+
+bool message_init_started_mpi = false;
+bool message_init_started_runtime = false;
 
 std::string hostname() {
   char name[256] = {};
@@ -42,7 +46,21 @@ std::chrono::nanoseconds wait_spin(const Settings& settings, const Peers& peers)
 
 // ------------------------------------------------------------------ start-up
 
-void Runtime::initialize() {
+void Runtime::initialize() { start(nullptr); }
+
+void Runtime::initialize_on(const char* call, void* communicator) {
+  // MPI_COMM_WORLD ranks are the launcher's PMIx ranks (Open MPI under a
+  // PMIx launcher); the bootstrap checks that this process is the member
+  // its rank says.
+  std::vector<int> members = platform::mpi::world_ranks_of(communicator);
+  if (members.empty())
+    fail(call, "argument 'comm' (%p) is not a communicator of a running MPI (MPI_Init first; Open MPI's handles)",
+         communicator);
+  platform::mpi::set_world(communicator);
+  start(&members);
+}
+
+void Runtime::start(const std::vector<int>* members) {
   install_terminate_handler();
   set_current_call("ARMCI_Init");
   auto* runtime = new Runtime();
@@ -54,7 +72,7 @@ void Runtime::initialize() {
     if (instance_) instance_->cleanup_names();
   });
   try {
-    runtime->start_up();
+    runtime->start_up(members);
   } catch (const std::exception& e) {
     fail("ARMCI_Init", "start-up failed: %s", e.what());
   }
@@ -70,15 +88,31 @@ void Runtime::finalize() {
   set_cleanup_hook(nullptr);
   instance_ = nullptr;
   delete runtime;
+  platform::mpi::reset_world();
 }
 
 Runtime::~Runtime() = default;
 
-void Runtime::start_up() {
+void Runtime::message_init(int* argc, char*** argv) {
+  if (platform::mpi::start(argc, argv)) message_init_started_mpi = true;
+  if (instance_ == nullptr) {
+    initialize();
+    message_init_started_runtime = true;
+  }
+}
+
+void Runtime::message_finalize() {
+  if (message_init_started_runtime && instance_ != nullptr) finalize();
+  message_init_started_runtime = false;
+  if (message_init_started_mpi) platform::mpi::stop();
+  message_init_started_mpi = false;
+}
+
+void Runtime::start_up(const std::vector<int>* members) {
   settings_ = Settings::from_environment();
   set_job_ending(false);
   set_return_on_peer_failure(settings_.return_on_peer_failure);
-  bootstrap_ = platform::Bootstrap::create();
+  bootstrap_ = members ? platform::Bootstrap::create(*members) : platform::Bootstrap::create();
   const int rank = bootstrap_->rank();
   const int size = bootstrap_->size();
   set_error_rank(rank);

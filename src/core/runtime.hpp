@@ -49,8 +49,19 @@ namespace armci {
 class Runtime {
  public:
   static void initialize();
+  // ARMCI_Init_mpi_comm: the world is communicator's members in its rank
+  // order (ARMCI rank = rank in communicator); the processes outside it
+  // take no part. Fails naming call when communicator is no communicator
+  // of a running MPI.
+  static void initialize_on(const char* call, void* communicator);
   static void finalize();
   static Runtime* get() { return instance_; }
+  // armci_msg_init / armci_msg_finalize, GA's rule: MPI is started when the
+  // program holds it and has not, and ended only by the finalize of the
+  // init that started it; the runtime likewise (ARMCI_Init and
+  // ARMCI_Finalize may come between).
+  static void message_init(int* argc, char*** argv);
+  static void message_finalize();
 
   const Settings& settings() const { return settings_; }
   const Peers& peers() const { return *peers_; }
@@ -83,7 +94,9 @@ class Runtime {
 
  private:
   Runtime() = default;
-  void start_up();
+  static void start(const std::vector<int>* members);
+  // members: the PMIx ranks of the world, by ARMCI rank; null: the job.
+  void start_up(const std::vector<int>* members);
   void shut_down();
   void print_info() const;
   // ARMCI_MALLOC_KEEP within this node's share of /dev/shm.

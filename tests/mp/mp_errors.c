@@ -18,7 +18,8 @@
  * its second segment list, after a good first one: nothing may be written),
  * grouprank (ARMCI_Absolute_id of a rank outside the group), groupfreed
  * (ARMCI_Group_size of a freed group), msgop (armci_msg_dgop with op
- * "sqrt"), msgtype (armci_msg_gop_scope with type 9).
+ * "sqrt"), msglogical (armci_msg_dgop with "&&": integers only), msgtype
+ * (armci_msg_gop_scope with type 9).
  * Windows (over rank 1's watched region, ARMCI_Win_create): winepoch
  * (ARMCI_Win_put outside any epoch), winunlock (ARMCI_Win_unlock without
  * a lock), winrank (ARMCI_Win_lock of a rank outside the window's group),
@@ -46,7 +47,7 @@ enum { REGION = 4096, WATCH_SECONDS = 5 };
 
 static const char *cases[] = {"range", "negsize", "outside", "straddle", "null", "uninit", "badtype", "badhandle",
                               "badop", "misaligned", "mutexrange", "notheld", "createtwice", "stridelevels",
-                              "negstride", "vecneg", "grouprank", "groupfreed", "msgop", "msgtype",
+                              "negstride", "vecneg", "grouprank", "groupfreed", "msgop", "msglogical", "msgtype",
                               "winepoch", "winunlock", "winrank", "windisp", "winpscw", "winop", "winfence",
                               "winpscwfence", "winpscwcycle", "winnocheck", "winfencedeferred",
                               "winfencecounted"};
@@ -80,7 +81,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) known |= strcmp(argv[1], cases[i]) == 0;
   if (!known) {
     fprintf(stderr, "usage: %s range|negsize|outside|straddle|null|uninit|badtype|badhandle|badop|misaligned|"
-                    "mutexrange|notheld|createtwice|stridelevels|negstride|vecneg|grouprank|groupfreed|msgop|msgtype|"
+                    "mutexrange|notheld|createtwice|stridelevels|negstride|vecneg|grouprank|groupfreed|msgop|msglogical|msgtype|"
                     "winepoch|winunlock|winrank|windisp|winpscw|winop|winfence|winpscwfence|winpscwcycle|winnocheck|winfencedeferred|"
                     "winfencecounted\n",
             argv[0]);
@@ -178,6 +179,9 @@ int main(int argc, char **argv) {
     } else if (strcmp(c, "msgop") == 0) {
       double x = 1;
       armci_msg_dgop(&x, 1, "sqrt");
+    } else if (strcmp(c, "msglogical") == 0) {
+      double x = 1;
+      armci_msg_dgop(&x, 1, "&&");
     } else if (strcmp(c, "msgtype") == 0) {
       double x = 1;
       armci_msg_gop_scope(SCOPE_ALL, &x, 1, "+", 9);
