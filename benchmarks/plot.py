@@ -367,9 +367,38 @@ def bars(rows, out_dir, name, title, group_cols, value_col, ylabel, log=False):
     finish(fig, title, context(rows), os.path.join(out_dir, f"{name}.png"))
 
 
+def plot_ga(rows, out_dir):
+    """Six panels (contiguous / 2-D by get / put / acc): MB/s of each
+    implementation and of the limit (memcpy or scale-and-add) by patch bytes."""
+    cols = ("bw_MBps_median", "limit_MBps_median")
+    cells = medians(rows, lambda r: (series_of(r), r["shape"], r["op"], int(r["size"])), cols)
+    all_series = ordered({k[0] for k in cells})
+    sizes = sorted({k[3] for k in cells})
+    fig, axes = plt.subplots(2, 3, figsize=(15, 9), sharey=True)
+    cmap = plt.get_cmap("tab10")
+    for r, shape in enumerate(("contig", "2d")):
+        for c, op in enumerate(("get", "put", "acc")):
+            ax = axes[r][c]
+            for i, series in enumerate(all_series):
+                bw = [cells.get((series, shape, op, s), {}).get("bw_MBps_median", math.nan) for s in sizes]
+                line(ax, sizes, bw, series_label(series, all_series), cmap(i % 10), IMPL_STYLE.get(series[0], ":"))
+            ref = all_series[0]
+            limit = [cells.get((ref, shape, op, s), {}).get("limit_MBps_median", math.nan) for s in sizes]
+            line(ax, sizes, limit, "limit (one process)", "black", ":", marker="")
+            ax.set_yscale("log")
+            ax.set_title(f"{'contiguous' if shape == 'contig' else '2-D patch'} {op}")
+            log_size_axis(ax, "patch bytes")
+            if c == 0:
+                ax.set_ylabel("MB/s (median)")
+            ax.legend(fontsize=7)
+    finish(fig, "ga_bench: GA perf2's patterns (cold remote block, warm local buffer); dotted: memcpy or "
+           "scale-and-add of the same pattern", context(rows), os.path.join(out_dir, "ga_bench.png"))
+
+
 PLOTTERS = {
     "contig_bench": plot_contig,
     "strided_bench": plot_strided,
+    "ga_bench": plot_ga,
     "vector_columns": plot_vector,
     "overlap_bench": plot_overlap,
     "target_busy": plot_target_busy,

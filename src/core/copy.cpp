@@ -49,22 +49,26 @@ const bool g_have_avx2 = __builtin_cpu_supports("avx2");
 }  // namespace
 
 void copy_bytes(void* dst, const void* src, std::size_t bytes) noexcept {
-  // The slow case needs a copy long enough for `rep movsb` and a destination
-  // less than 256 bytes ahead of the source modulo the page size.
-  // Below about 48 KiB the data sits in L1/L2, where glibc's forward copy
-  // beats the backward loop even at these offsets; from 64 KiB on the
-  // backward loop wins.
-  constexpr std::size_t kMinimum = 48 * 1024;
-  // Past L2 size the copy is bound by memory and glibc's non-temporal path
-  // wins again.
-  constexpr std::size_t kMaximum = 512 * 1024;
+  // glibc copies this range with `rep movsb` (from its threshold, 2 KiB
+  // here, up to about the L2 size, where it turns to non-temporal stores).
+  // On AMD CPUs with fast short `rep movsb` that string copy crawls when the
+  // destination is a little ahead of the source modulo the page size, while
+  // a vector loop runs at the aligned speed at every distance; outside the
+  // range glibc is as fast at every distance. docs/protocols.md shows the rule.
+  constexpr std::size_t kMinimum = 2 * 1024;
+  constexpr std::size_t kMaximum = 1024 * 1024;
   const std::size_t distance =
       (reinterpret_cast<std::uintptr_t>(dst) - reinterpret_cast<std::uintptr_t>(src)) & 4095;
-  if (bytes >= kMinimum && bytes <= kMaximum && distance != 0 && distance < 256 && g_have_avx2) {
+  if (bytes >= kMinimum && bytes < kMaximum && distance != 0 && distance < 256 && g_have_avx2) {
     copy_backward_avx2(static_cast<std::byte*>(dst), static_cast<const std::byte*>(src), bytes);
     return;
   }
   std::memcpy(dst, src, bytes);
+}
+
+std::string copy_rule() {
+  return g_have_avx2 ? "memcpy; 2 KiB..1 MiB with dst 1-255 B ahead of src modulo 4 KiB: AVX2 loop (glibc's rep movsb crawls there)"
+                     : "memcpy (no AVX2)";
 }
 
 }  // namespace armci

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 namespace armci {
 
@@ -9,5 +10,8 @@ namespace armci {
 // page offset sits a little past the source's: glibc's `rep movsb` path loses
 // about 20x there (4 KiB aliasing between its loads and earlier stores).
 void copy_bytes(void* dst, const void* src, std::size_t bytes) noexcept;
+
+// copy_bytes's choice, for the protocol table (armci_info -p, ARMCI_VERBOSE).
+std::string copy_rule();
 
 }  // namespace armci

@@ -15,8 +15,7 @@
 
 namespace armci {
 
-void apply_acc_locked(ControlBlock& control, int datatype, const AccScale& scale, void* dst, const void* src,
-                      std::size_t bytes, std::uintptr_t target_address) {
+std::uint64_t lock_acc_stripes(ControlBlock& control, std::uintptr_t target_address, std::size_t bytes) {
   // Stripes by 4 KiB page of the target address, taken in ascending order so
   // two Accs over overlapping ranges cannot deadlock.
   const std::uintptr_t first = target_address >> 12;
@@ -34,9 +33,19 @@ void apply_acc_locked(ControlBlock& control, int datatype, const AccScale& scale
     while (lock.load(std::memory_order_relaxed) != 0 || lock.exchange(1, std::memory_order_acquire) != 0)
       backoff.pause();
   }
-  accumulate(datatype, scale, dst, src, bytes);
+  return stripes;
+}
+
+void unlock_acc_stripes(ControlBlock& control, std::uint64_t stripes) {
   for (std::uint64_t left = stripes; left != 0; left &= left - 1)
     control.acc_lock[__builtin_ctzll(left)].store(0, std::memory_order_release);
+}
+
+void apply_acc_locked(ControlBlock& control, int datatype, const AccScale& scale, void* dst, const void* src,
+                      std::size_t bytes, std::uintptr_t target_address) {
+  const std::uint64_t stripes = lock_acc_stripes(control, target_address, bytes);
+  accumulate(datatype, scale, dst, src, bytes);
+  unlock_acc_stripes(control, stripes);
 }
 
 std::byte* Allocation::local(const Peers& peers, int proc) const {

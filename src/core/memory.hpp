@@ -48,6 +48,10 @@ struct ControlBlock {
   std::atomic<std::uint32_t> acc_lock[kAccStripes];
 };
 
+// The Acc stripes covering a range, taken (returned as a mask) and given
+// back: a strided Acc holds them once over its extent, not once per piece.
+std::uint64_t lock_acc_stripes(ControlBlock& control, std::uintptr_t target_address, std::size_t bytes);
+void unlock_acc_stripes(ControlBlock& control, std::uint64_t stripes);
 // dst += scale * src under the Acc stripes of `control` (the target's block)
 // that cover [target_address, target_address + bytes).
 void apply_acc_locked(ControlBlock& control, int datatype, const AccScale& scale, void* dst, const void* src,

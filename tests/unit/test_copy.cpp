@@ -9,12 +9,13 @@
 // take the backward path (dst a little ahead of src) and those that don't.
 TEST(Copy, AllSizesAndRelativeOffsets) {
   const std::size_t page = 4096;
-  std::vector<unsigned char> src(80 * page), dst(80 * page);
+  std::vector<unsigned char> src(260 * page), dst(260 * page);
   for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 131 + 7);
   auto* s_page = reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(src.data()) + page - 1) & ~(page - 1));
   auto* d_page = reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(dst.data()) + page - 1) & ~(page - 1));
-  for (std::size_t size : {0ul, 1ul, 31ul, 32ul, 33ul, 1023ul, 1024ul, 1057ul, 4096ul, 3 * page + 17,
-                            48ul * 1024, 48ul * 1024 + 1, 65536ul + 17, 200000ul}) {
+  for (std::size_t size : {0ul, 1ul, 31ul, 32ul, 33ul, 1023ul, 1024ul, 1057ul, 2047ul, 2048ul, 2049ul, 4096ul,
+                            3 * page + 17, 48ul * 1024, 48ul * 1024 + 1, 65536ul + 17, 200000ul, 1048575ul,
+                            1048576ul}) {
     for (std::size_t src_off : {0ul, 1ul, 16ul, 100ul}) {
       for (std::size_t delta : {0ul, 1ul, 8ul, 16ul, 64ul, 255ul, 256ul, 2000ul}) {
         std::fill(dst.begin(), dst.end(), 0xEE);

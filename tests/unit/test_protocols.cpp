@@ -63,7 +63,7 @@ TEST(ProtocolTable, SameNodePeersCopyAndAccLocks) {
       EXPECT_EQ(choose(Op::get, Shape::contiguous, mode, peer, 1 << 20), "get/shm/copy");
       EXPECT_EQ(choose(Op::acc, Shape::contiguous, mode, peer, 64), "acc/shm/locked");
       EXPECT_EQ(choose(Op::put, Shape::strided, mode, peer, 8), "puts/shm/copy");
-      EXPECT_EQ(choose(Op::acc, Shape::strided, mode, peer, 8), "accs/any/per-piece");
+      EXPECT_EQ(choose(Op::acc, Shape::strided, mode, peer, 8), "accs/shm/locked");
       EXPECT_EQ(choose(Op::get, Shape::vector, mode, peer, 8), "getv/any/per-piece");
     }
 }

@@ -84,6 +84,30 @@ const Protocol shm_copy{
       }
     }};
 
+// Acc to a node neighbour: the target's stripes over the layout's whole
+// extent are taken once and every piece is added through the mapping. Per
+// piece (a contiguous shm/locked Acc each) a GA 2-D patch of 142 rows paid
+// the region lookup and the locks 142 times.
+const Protocol shm_locked{
+    "shm/locked",
+    [](const Situation& s) -> std::optional<Offer> {
+      if (s.operation.op != Op::acc || is_network(s.peer)) return std::nullopt;
+      return Offer{1, SIZE_MAX, 0.05, 0.3};
+    },
+    nullptr,
+    [](Parts& parts, const Call& call, const StridedLayout& l) {
+      const auto extent = static_cast<std::size_t>(strided::extent(l.dst_stride, l.count, l.levels));
+      std::byte* d = parts.memory.local_mapping(call.name, "dst_ptr", call.proc, l.dst, extent);
+      if (d == nullptr) return start_pieces(parts, call, l);
+      ControlBlock& control = *parts.memory.control(call.proc);
+      const std::uint64_t stripes = lock_acc_stripes(control, reinterpret_cast<std::uintptr_t>(l.dst), extent);
+      strided::for_each_piece(l.src_stride, l.dst_stride, l.count, l.levels,
+                              [&](std::int64_t so, std::int64_t dso, std::size_t bytes) {
+                                accumulate(call.acc->datatype, call.acc->scale, d + dso, l.src + so, bytes);
+                              });
+      unlock_acc_stripes(control, stripes);
+    }};
+
 // ---------------------------------------------------------------- net/vector-msg
 
 // Pieces packed into vector messages that the target's helper unpacks
@@ -181,7 +205,7 @@ const Protocol net_direct_sge{
       runs.finish();
     }};
 
-const Protocol* const kStrided[] = {&any_per_piece, &shm_copy, &net_vector_message, &net_host_assisted,
+const Protocol* const kStrided[] = {&any_per_piece, &shm_copy, &shm_locked, &net_vector_message, &net_host_assisted,
                                     &net_direct_sge};
 
 // ---------------------------------------------------------------- vector lists

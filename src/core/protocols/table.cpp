@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "src/core/copy.hpp"
 #include "src/core/error.hpp"
 #include "src/core/settings.hpp"
 
@@ -144,6 +145,11 @@ std::string Table::describe(PeerKind peer, const char* prefix) const {
         out += prefix + std::string(head) + lines[m] + "\n";
       }
     }
+  if (!is_network(peer)) {
+    char head[64];
+    std::snprintf(head, sizeof head, "%-5s %-33s ", "copy", "(every */shm/copy)");
+    out += prefix + std::string(head) + copy_rule() + "\n";
+  }
   return out;
 }
 
