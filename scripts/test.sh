@@ -12,7 +12,8 @@
 #
 # Parts can be left out of the whole run (for a local run; CI runs all):
 # ARMCI_TEST_STRESS=0, ARMCI_TEST_SLURM=0, ARMCI_TEST_SANITIZERS=0,
-# ARMCI_TEST_VERBS=0, ARMCI_TEST_TWO_HOSTS=0.
+# ARMCI_TEST_VERBS=0, ARMCI_TEST_TWO_HOSTS=0; ARMCI_TEST_CHECK="tests/unit/unit_tests ..."
+# runs only those tests of make check.
 # It ends with each part's time and one line over every test that ran:
 # "tests: N passed, M failed".
 set -uo pipefail
@@ -60,9 +61,11 @@ if [ "$quick" = 1 ]; then
   part unit tests/unit/unit_tests.log tests/unit/unit_tests --gtest_brief=1
   part "mp (np 2, shm ucx)" quick-mp.log env MP_NPS=2 MP_MPI_NPS=2 MP_MODES="shm ucx" tests/mp/run-mp-tests.sh
 else
-  # make check one test at a time, so each gets its time in the summary.
+  # make check one test at a time, so each gets its time in the summary
+  # (ARMCI_TEST_CHECK names some of them for a local run).
   # shellcheck disable=SC2016
-  for t in $(make -s --no-print-directory -f Makefile -f <(printf 'print-tests:\n\t@echo $(TESTS)\n') print-tests); do
+  checks=${ARMCI_TEST_CHECK:-$(make -s --no-print-directory -f Makefile -f <(printf 'print-tests:\n\t@echo $(TESTS)\n') print-tests)}
+  for t in $checks; do
     part "check: $(basename "${t%.sh}")" "$t.check.log" make -j1 check --no-print-directory VERBOSE=1 TESTS="$t"
     logs+=("$build/$t.log")  # the test's own log, which test-driver writes
   done
