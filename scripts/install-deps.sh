@@ -12,6 +12,7 @@ packages=(
   libglobalarrays-dev libscalapack-openmpi-dev gfortran # Global Arrays on this library (tests/ga; ga-config names scalapack)
   python3-matplotlib # benchmarks/plot.py: the CSVs as PNG charts (the demo draws one)
   openssh-server openssh-client  # scripts/test-two-hosts.sh: mpirun reaches the second guest over ssh
+  slurmctld slurmd slurm-client munge  # scripts/test-slurm.sh: a one-node Slurm, jobs under srun --mpi=pmix
 )
 missing=()
 for p in "${packages[@]}"; do
