@@ -1,5 +1,5 @@
 /*
- * Windows with MPI-2 one-sided semantics on libarmci's core (issue 13).
+ * Windows with MPI-2 one-sided semantics on libarmci's core.
  *
  * A window is a collective object over a group (NULL: the world): each
  * member exposes `bytes` of memory; `rank` in every call is a rank in the
