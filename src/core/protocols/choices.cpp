@@ -56,7 +56,7 @@ std::string text_of(const std::vector<ChoiceRange>& rows) {
 
 std::string line(const char* prefix, const char* what, const std::string& text) {
   char head[64];
-  std::snprintf(head, sizeof head, "%-9s %-24s ", "", what);
+  std::snprintf(head, sizeof head, "%-39s ", what);
   return prefix + std::string(head) + text + "\n";
 }
 
