@@ -6,12 +6,8 @@
 namespace armci::protocols {
 
 const char* name(WinLockKind kind) {
-  switch (kind) {
-    case WinLockKind::cpu: return "lock/cpu";
-    case WinLockKind::hybrid: return "lock/hybrid";
-    case WinLockKind::network: return "lock/network";
-  }
-  return "?";
+  static constexpr const char* kNames[] = {"lock/cpu", "lock/hybrid", "lock/network"};  // by WinLockKind
+  return kNames[static_cast<std::size_t>(kind)];
 }
 
 namespace {
