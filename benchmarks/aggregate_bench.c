@@ -86,66 +86,42 @@ static void check_slots(const unsigned char *base, long n, long stride, unsigned
   }
 }
 
-/* One batch; returns the elapsed seconds. */
+/* One batch; returns the elapsed seconds. Puts and gets differ only in the
+ * calls and in which side is the source. */
 static double batch(struct bench *b, enum op op, enum method m) {
   const long n = b->cfg.n, stride = b->cfg.stride;
-  unsigned char *const rem = b->remote, *const loc = b->local;
+  const int put = op == OP_PUT;
+  int (*const nb)(void *, void *, int, int, armci_hdl_t *) = put ? ARMCI_NbPut : ARMCI_NbGet;
+  int (*const blocking)(void *, void *, int, int) = put ? ARMCI_Put : ARMCI_Get;
+  const char *const nb_name = put ? "ARMCI_NbPut" : "ARMCI_NbGet", *const name = put ? "ARMCI_Put" : "ARMCI_Get";
+  unsigned char *const src = put ? b->local : b->remote, *const dst = put ? b->remote : b->local;
   armci_hdl_t h;
   double t0 = now();
-  if (op == OP_PUT) {
-    switch (m) {
-    case M_AGG:
-      ARMCI_INIT_HANDLE(&h);
-      ARMCI_SET_AGGREGATE_HANDLE(&h);
-      for (long i = 0; i < n; i++)
-        BENCH_CHECK(ARMCI_NbPut(loc + i * stride, rem + i * stride, 8, TARGET, &h),
-                    "ARMCI_NbPut (operation %ld of the batch)", i);
-      BENCH_CHECK(ARMCI_Wait(&h), "ARMCI_Wait on the aggregate handle of %ld operations", n);
-      ARMCI_UNSET_AGGREGATE_HANDLE(&h);
-      break;
-    case M_NB:
-      for (long i = 0; i < n; i++) {
-        ARMCI_INIT_HANDLE(&b->handles[i]);
-        BENCH_CHECK(ARMCI_NbPut(loc + i * stride, rem + i * stride, 8, TARGET, &b->handles[i]),
-                    "ARMCI_NbPut (operation %ld of the batch)", i);
-      }
-      for (long i = 0; i < n; i++)
-        BENCH_CHECK(ARMCI_Wait(&b->handles[i]), "ARMCI_Wait (operation %ld of the batch)", i);
-      break;
-    default:
-      for (long i = 0; i < n; i++)
-        BENCH_CHECK(ARMCI_Put(loc + i * stride, rem + i * stride, 8, TARGET),
-                    "ARMCI_Put (operation %ld of the batch)", i);
-      break;
+  switch (m) {
+  case M_AGG:
+    ARMCI_INIT_HANDLE(&h);
+    ARMCI_SET_AGGREGATE_HANDLE(&h);
+    for (long i = 0; i < n; i++)
+      BENCH_CHECK(nb(src + i * stride, dst + i * stride, 8, TARGET, &h), "%s (operation %ld of the batch)", nb_name,
+                  i);
+    BENCH_CHECK(ARMCI_Wait(&h), "ARMCI_Wait on the aggregate handle of %ld operations", n);
+    ARMCI_UNSET_AGGREGATE_HANDLE(&h);
+    break;
+  case M_NB:
+    for (long i = 0; i < n; i++) {
+      ARMCI_INIT_HANDLE(&b->handles[i]);
+      BENCH_CHECK(nb(src + i * stride, dst + i * stride, 8, TARGET, &b->handles[i]),
+                  "%s (operation %ld of the batch)", nb_name, i);
     }
-    ARMCI_Fence(TARGET);
-  } else {
-    switch (m) {
-    case M_AGG:
-      ARMCI_INIT_HANDLE(&h);
-      ARMCI_SET_AGGREGATE_HANDLE(&h);
-      for (long i = 0; i < n; i++)
-        BENCH_CHECK(ARMCI_NbGet(rem + i * stride, loc + i * stride, 8, TARGET, &h),
-                    "ARMCI_NbGet (operation %ld of the batch)", i);
-      BENCH_CHECK(ARMCI_Wait(&h), "ARMCI_Wait on the aggregate handle of %ld operations", n);
-      ARMCI_UNSET_AGGREGATE_HANDLE(&h);
-      break;
-    case M_NB:
-      for (long i = 0; i < n; i++) {
-        ARMCI_INIT_HANDLE(&b->handles[i]);
-        BENCH_CHECK(ARMCI_NbGet(rem + i * stride, loc + i * stride, 8, TARGET, &b->handles[i]),
-                    "ARMCI_NbGet (operation %ld of the batch)", i);
-      }
-      for (long i = 0; i < n; i++)
-        BENCH_CHECK(ARMCI_Wait(&b->handles[i]), "ARMCI_Wait (operation %ld of the batch)", i);
-      break;
-    default:
-      for (long i = 0; i < n; i++)
-        BENCH_CHECK(ARMCI_Get(rem + i * stride, loc + i * stride, 8, TARGET),
-                    "ARMCI_Get (operation %ld of the batch)", i);
-      break;
-    }
+    for (long i = 0; i < n; i++)
+      BENCH_CHECK(ARMCI_Wait(&b->handles[i]), "ARMCI_Wait (operation %ld of the batch)", i);
+    break;
+  default:
+    for (long i = 0; i < n; i++)
+      BENCH_CHECK(blocking(src + i * stride, dst + i * stride, 8, TARGET), "%s (operation %ld of the batch)", name, i);
+    break;
   }
+  if (put) ARMCI_Fence(TARGET);
   return now() - t0;
 }
 

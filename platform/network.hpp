@@ -23,9 +23,6 @@ struct Capabilities {
   std::size_t max_sge = 1;            // local gather/scatter entries per operation
   std::size_t max_inline = 0;         // bytes a put may carry inline
   std::size_t max_message = 0;        // largest header + payload of one control message
-  std::size_t max_outstanding_reads = 0;  // 0: the layer queues internally
-  bool atomics_coherent_with_cpu = false;  // network atomics vs. CPU atomics
-  bool native_notify = false;         // write-with-notification in one operation
   // Zero-copy needs local memory registered with this layer (verbs). A
   // layer that registers and caches on its own (UCX) says false, and the
   // core then leaves every transfer to it unless told otherwise.

@@ -43,7 +43,6 @@ std::string describe(const Capabilities& caps) {
   text += caps.needs_local_registration ? "zero-copy needs registered local memory" : "registers local memory itself";
   if (caps.software_device) text += ", software device (moves data on the posting CPU)";
   if (caps.copies_on_caller_same_host) text += ", copies on the caller to peers on this host";
-  if (caps.atomics_coherent_with_cpu) text += ", atomics coherent with the CPU";
   return text;
 }
 

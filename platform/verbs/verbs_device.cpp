@@ -189,9 +189,6 @@ VerbsNetwork::VerbsNetwork(int rank, int size, const VerbsOptions& options)
     caps_.needs_local_registration = true;
     caps_.max_inline = max_inline_;
     caps_.max_message = cfg_.recv_size - sizeof(WireHeader);
-    caps_.max_outstanding_reads = initiator_depth_;
-    caps_.atomics_coherent_with_cpu = false;
-    caps_.native_notify = true;
     caps_.puts_ordered = true;
   } catch (...) {
     teardown();

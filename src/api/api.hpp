@@ -17,6 +17,11 @@
 #include "src/core/runtime.hpp"
 #include "src/core/strided.hpp"
 
+// The core's accumulate types are the public ones (src/core/acc.hpp).
+static_assert(armci::kAccInt == int{ARMCI_ACC_INT} && armci::kAccLong == int{ARMCI_ACC_LNG} &&
+              armci::kAccFloat == int{ARMCI_ACC_FLT} && armci::kAccDouble == int{ARMCI_ACC_DBL} &&
+              armci::kAccComplex == int{ARMCI_ACC_CPL} && armci::kAccDoubleComplex == int{ARMCI_ACC_DCP});
+
 // ARMCI_API(int, ARMCI_Put, (void* src, ...)) { body } defines PARMCI_Put
 // and makes ARMCI_Put a weak alias of it; armci_api does the same for the
 // lower-case calls (parmci_notify for armci_notify). Calls between entry

@@ -6,10 +6,13 @@
 #include <cstdint>
 #include <cstring>
 
-#include "include/armci.h"
 #include "src/core/reduce.hpp"
 
 namespace armci {
+
+// ARMCI's accumulate types, by include/armci.h's numbers (ARMCI_Acc_e; the
+// API checks they agree): the core knows no public header.
+enum AccType : int { kAccInt, kAccLong, kAccFloat, kAccDouble, kAccComplex, kAccDoubleComplex };
 
 // The windows' accumulate operations other than SUM (MPI_Accumulate's)
 // ride in the bits above the ARMCI type, so every protocol, message and
@@ -23,8 +26,8 @@ constexpr AccOp acc_op(int datatype) { return static_cast<AccOp>(datatype >> kAc
 // Whether MPI defines op for the type: SUM and PROD for every type, MAX and
 // MIN for the real ones, the bitwise ones for the integers.
 constexpr bool acc_op_defined(int type, AccOp op) {
-  const bool integer = type == ARMCI_ACC_INT || type == ARMCI_ACC_LNG;
-  const bool complex = type == ARMCI_ACC_CPL || type == ARMCI_ACC_DCP;
+  const bool integer = type == kAccInt || type == kAccLong;
+  const bool complex = type == kAccComplex || type == kAccDoubleComplex;
   switch (op) {
     case AccOp::sum:
     case AccOp::prod: return true;
@@ -42,12 +45,12 @@ constexpr bool acc_op_defined(int type, AccOp op) {
 constexpr std::size_t acc_element_size(int datatype) {
   if (datatype < 0 || !acc_op_defined(acc_base_type(datatype), acc_op(datatype))) return 0;
   switch (acc_base_type(datatype)) {
-    case ARMCI_ACC_INT: return sizeof(int);
-    case ARMCI_ACC_LNG: return sizeof(long);
-    case ARMCI_ACC_FLT: return sizeof(float);
-    case ARMCI_ACC_DBL: return sizeof(double);
-    case ARMCI_ACC_CPL: return 2 * sizeof(float);
-    case ARMCI_ACC_DCP: return 2 * sizeof(double);
+    case kAccInt: return sizeof(int);
+    case kAccLong: return sizeof(long);
+    case kAccFloat: return sizeof(float);
+    case kAccDouble: return sizeof(double);
+    case kAccComplex: return 2 * sizeof(float);
+    case kAccDoubleComplex: return 2 * sizeof(double);
     default: return 0;
   }
 }
@@ -77,11 +80,11 @@ inline AccScale make_acc_scale(int datatype, const void* scale) {
 // The windows' ops are the collectives' combines (src/core/reduce.hpp).
 constexpr ElementType reduce_element_type(int type) {
   switch (type) {
-    case ARMCI_ACC_INT: return ElementType::int_;
-    case ARMCI_ACC_LNG: return ElementType::long_;
-    case ARMCI_ACC_FLT: return ElementType::float_;
-    case ARMCI_ACC_DBL: return ElementType::double_;
-    case ARMCI_ACC_CPL: return ElementType::complex_float;
+    case kAccInt: return ElementType::int_;
+    case kAccLong: return ElementType::long_;
+    case kAccFloat: return ElementType::float_;
+    case kAccDouble: return ElementType::double_;
+    case kAccComplex: return ElementType::complex_float;
     default: return ElementType::complex_double;
   }
 }
@@ -157,12 +160,12 @@ inline void accumulate(int datatype, const AccScale& scale, void* dst, const voi
     return;
   }
   switch (datatype) {
-    case ARMCI_ACC_INT: detail::accumulate_typed<int>(dst, src, count, scale); break;
-    case ARMCI_ACC_LNG: detail::accumulate_typed<long>(dst, src, count, scale); break;
-    case ARMCI_ACC_FLT: detail::accumulate_typed<float>(dst, src, count, scale); break;
-    case ARMCI_ACC_DBL: detail::accumulate_typed<double>(dst, src, count, scale); break;
-    case ARMCI_ACC_CPL: detail::accumulate_typed<std::complex<float>>(dst, src, count, scale); break;
-    case ARMCI_ACC_DCP: detail::accumulate_typed<std::complex<double>>(dst, src, count, scale); break;
+    case kAccInt: detail::accumulate_typed<int>(dst, src, count, scale); break;
+    case kAccLong: detail::accumulate_typed<long>(dst, src, count, scale); break;
+    case kAccFloat: detail::accumulate_typed<float>(dst, src, count, scale); break;
+    case kAccDouble: detail::accumulate_typed<double>(dst, src, count, scale); break;
+    case kAccComplex: detail::accumulate_typed<std::complex<float>>(dst, src, count, scale); break;
+    case kAccDoubleComplex: detail::accumulate_typed<std::complex<double>>(dst, src, count, scale); break;
     default: break;
   }
 }

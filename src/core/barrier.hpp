@@ -3,8 +3,8 @@
 //
 // Owns: the barrier epoch and the words network puts are sent from.
 // Called by: the runtime (ARMCI_Barrier after a fence, allocations before
-// their segment names go, shutdown), Sync (destroying mutexes); later groups
-// and collectives.
+// their segment names go, shutdown), Sync (destroying mutexes), groups and
+// collectives.
 #pragma once
 
 #include <cstdint>

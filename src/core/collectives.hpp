@@ -80,8 +80,9 @@ class Collectives {
   // short one travels inside its cell: the sender writes one cache line
   // and the receiver reads it, where separate flag, length and data lines
   // cost four transfers each way. kCells messages may be ahead of their
-  // receiver (a root broadcasting back to back ran two ahead and then
-  // waited for a context switch per pair of messages at np 4).
+  // receiver: a sender that may run only a message or two ahead (a root
+  // broadcasting back to back) waits for its receiver's time slice
+  // wherever ranks share cores.
   static constexpr int kCells = 32;
   static constexpr std::size_t kCellBytes = 128;
   // Bytes a cell carries itself; the first 40 share the cache line of
@@ -103,8 +104,8 @@ class Collectives {
   // receiver (programs exchanging armci_msg_snd both ways rely on it).
   static constexpr std::size_t kSingleCopyMin = kSlotBytes * kDepth + 1;
   // The library's own collectives never count on a send being buffered, so
-  // theirs go single-copy as soon as they would need a second slot (a
-  // 32 KiB broadcast through two slots took 17 us, MPI's 7).
+  // theirs go single-copy as soon as they would need a second slot: two
+  // slot hand-offs cost more than one copy from the sender's buffer.
   static constexpr std::size_t kCollectiveSingleCopyMin = kSlotBytes + 1;
   // All-reduces up to here exchange whole buffers (recursive doubling);
   // longer ones reduce a share each and gather the shares.
@@ -112,12 +113,49 @@ class Collectives {
   // Where each member's share is this long, an all-reduce among node
   // neighbours that read each other's memory goes direct: each reads its
   // share from every other member, combines it and writes the result back
-  // into them, a stretch at a time. (np 2: 32 KiB went from 15.7 to 11.7
-  // us; np 4 on 2 cores: 32 KiB lost, 64 KiB won.) Not for two members
-  // with a core each: see reduces_through_slots.
+  // into them, a stretch at a time; shorter shares do not repay the
+  // system calls. Not for two members with a core each: see
+  // reduces_through_slots.
   static constexpr std::size_t kDirectShareMin = 16 * 1024;
-  // Stretches of 64, 128 and 256 KiB measured alike.
+  // Long enough to amortise a system call, short enough to stay in cache.
   static constexpr std::size_t kDirectStretch = 128 * 1024;
+
+  // The choices post() and allreduce() make, as functions of exactly what
+  // they dispatch on, so that the protocol table's rows (protocols/
+  // choices.hpp: armci_info -p, ARMCI_VERBOSE) and the tests read the
+  // rules that run.
+  // How one message to a member travels: the network layer's messages,
+  // inside its cell, in slot pieces, or read by the receiver straight from
+  // the sender's buffer (single_copy: every node neighbour reads every
+  // other's memory).
+  enum class Form : std::uint8_t { network, inline_cell, pieces, single_copy };
+  static constexpr Form form_of(bool local, bool single_copy, Channel channel, std::size_t bytes) {
+    if (!local) return Form::network;
+    if (bytes <= kInlineBytes) return Form::inline_cell;
+    if (single_copy && bytes >= (channel == Channel::collective ? kCollectiveSingleCopyMin : kSingleCopyMin))
+      return Form::single_copy;
+    return Form::pieces;
+  }
+  // An all-reduce of bytes (count elements) over n members: direct among
+  // node neighbours (may_go_direct(): single copies, every member on this
+  // node, not two members with a core each), else recursive doubling over
+  // whole buffers or recursive halving over shares among the largest power
+  // of two of members.
+  enum class Reduction : std::uint8_t { direct, recursive_doubling, recursive_halving };
+  template <class MayGoDirect>
+  static constexpr Reduction reduction_of(std::size_t bytes, std::size_t count, int n, MayGoDirect may_go_direct) {
+    if (bytes / static_cast<std::size_t>(n) >= kDirectShareMin && may_go_direct()) return Reduction::direct;
+    if (bytes <= kWholeBufferReduceMax || count < static_cast<std::size_t>(power_of_two_below(n)))
+      return Reduction::recursive_doubling;
+    return Reduction::recursive_halving;
+  }
+  static constexpr int power_of_two_below(int n) {
+    int members = 1;
+    while (members * 2 <= n) members *= 2;
+    return members;
+  }
+  static const char* name(Form form);
+  static const char* name(Reduction reduction);
 
  private:
   struct Cell;

@@ -6,8 +6,8 @@
 // implicit completion per peer, the per-peer "puts not yet ordered" flags.
 // Called by: the API (Wait, Test, WaitProc, WaitAll, Fence, handles), every
 // protocol (wait, order_after_puts, note_put), Sync (ordering, fences before
-// an unlock), the runtime (barrier, free, shutdown); later windows (epochs
-// end in fences) and peer-failure handling (waits that must give up).
+// an unlock), the runtime (barrier, free, shutdown), windows (epochs end in
+// fences) and peer-failure handling (waits that must give up).
 #pragma once
 
 #include <cstddef>

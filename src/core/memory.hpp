@@ -9,7 +9,7 @@
 // the ranks (exchange_).
 // Called by: the API's ARMCI_Malloc/Free (through the runtime), every
 // protocol (find_region), message handlers at the target (find_own), Sync
-// (its own collective words), the barrier (control blocks); later windows
+// (its own collective words), the barrier (control blocks), windows
 // (collective_allocate) and groups.
 #pragma once
 

@@ -17,6 +17,7 @@
 #include "src/core/peer_failure.hpp"
 #include "src/core/segment_names.hpp"
 #include "src/core/record.hpp"
+#include "src/core/protocols/choices.hpp"
 
 namespace armci {
 
@@ -268,6 +269,11 @@ void Runtime::print_info() const {
     std::fprintf(stderr, "armci: info: protocols to %s peers (strided, vector: by piece size):\n", to_string(kind));
     std::fputs(transfers_->table().describe(kind, "armci: info:   ").c_str(), stderr);
   }
+  std::fprintf(stderr, "armci: info: windows and collectives:\n");
+  std::fputs(protocols::describe_windows(settings_, network_ != nullptr, progress_->helper_running(), "armci: info:   ")
+                 .c_str(),
+             stderr);
+  std::fputs(protocols::describe_collectives("armci: info:   ").c_str(), stderr);
   for (int n = 0; n < peers_->node_count(); ++n) {
     std::string members;
     for (int m : peers_->node_members(n)) members += (members.empty() ? "" : ",") + std::to_string(m);

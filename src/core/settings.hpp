@@ -36,7 +36,7 @@ enum class WinReorder { none, gets_first, combine };
 // (counted: the write-with-immediate design).
 enum class WinFence { immediate, deferred, counted };
 // ARMCI_WIN_LOCK_MIGRATE: whether a window's lock that spans the network
-// moves to CPU atomics for its node neighbours (src/windows/window.cpp):
+// moves to CPU atomics for its node neighbours (src/windows/locks.cpp):
 // never (pinned: network atomics for every locker), at once, or after N
 // locks in a row of a node neighbour through the network.
 enum class WinLockMigrate { pinned, always, after };

@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "platform/network_factory.hpp"
+#include "src/core/protocols/choices.hpp"
 #include "src/core/protocols/rmw.hpp"
 #include "src/core/protocols/table.hpp"
 #include "src/core/settings.hpp"
@@ -121,6 +122,9 @@ void print_protocols(const std::vector<Layer>& layers, const armci::Settings& se
       std::fputs(table.describe(kind, "  ").c_str(), stdout);
     }
   }
+  std::printf("windows (a job with network peers) and collectives:\n");
+  std::fputs(armci::protocols::describe_windows(settings, true, helper, "  ").c_str(), stdout);
+  std::fputs(armci::protocols::describe_collectives("  ").c_str(), stdout);
 }
 
 // The generated pages hold what the code says whatever machine prints them:

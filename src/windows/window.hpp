@@ -11,7 +11,7 @@
 //                       the network word of a hybrid lock); when the whole
 //                       group shares one node's memory, the writer bit
 //                       alone, by CPU atomics (readers: readers_offset)
-//   [8]                 a hybrid lock's CPU word (window.cpp: "Hybrid locks")
+//   [8]                 a hybrid lock's CPU word (locks.cpp, "hybrid locks")
 //   [exposed_offset]    one word per group rank t: how many times t posted
 //                       an exposure epoch that includes this rank (t writes)
 //   [completed_offset]  one word per group rank o: how many access epochs
@@ -21,7 +21,7 @@
 //   [readers_offset]    one word per group rank o: 1 while o holds a shared
 //                       lock on this rank or tries to (windows wholly on one
 //                       node only: their lock word then holds the writer
-//                       alone; window.cpp, "Locks on one node")
+//                       alone; locks.cpp, "CPU locks")
 //   [waiting_offset]    one word per group rank o: o's access epoch that
 //                       waits in ARMCI_Win_start for this rank's post
 //                       (high half: o's start count towards this rank) and
@@ -77,10 +77,9 @@
 #include "src/core/strided.hpp"
 #include "src/core/sync.hpp"
 #include "src/core/transfers.hpp"
+#include "src/windows/locks.hpp"
 
 namespace armci {
-
-class Runtime;
 
 // What a window works with: the parts of the runtime it needs.
 struct WindowParts {
@@ -121,17 +120,7 @@ class Window {
   // Collective: no epoch may be open at this rank.
   void free(const char* call);
 
-  // This rank's lock acquisitions on the window, by the word that served
-  // them, and the migrations it made (or had its target make) to take one.
-  struct LockCounters {
-    std::uint64_t intra_node = 0;   // CPU atomics on the node-shared mapping
-    std::uint64_t network = 0;      // network atomics
-    std::uint64_t to_cpu = 0;       // migrations network -> CPU
-    std::uint64_t to_network = 0;   // migrations CPU -> network
-  };
-  const LockCounters& lock_counters() const { return counters_; }
-  // Whether the window's locks may migrate (spans the network, policy not pinned).
-  bool hybrid_locks() const { return hybrid_; }
+  const WindowLocks::Counters& lock_counters() const { return locking_->counters(); }
 
   void* base() const { return reinterpret_cast<void*>(targets_[static_cast<std::size_t>(group_.my_rank)].base); }
   int size() const { return group_.size(); }
@@ -232,6 +221,11 @@ class Window {
   void send_held(const char* call, int rank);
   void send_all_held(const char* call);
   void fence_deferred(const char* call, int assert);
+  void fence_immediate(const char* call, int assert);
+  // The fence kind, chosen when the window is made (ARMCI_WIN_FENCE).
+  using FenceKind = void (Window::*)(const char* call, int assert);
+  static FenceKind fence_kind(WinFence fence);
+  FenceKind close_fence_ = &Window::fence_immediate;
 
   // Counted fence (see the top).
   void put_notified(const char* call, const void* local, std::size_t bytes, int rank, std::uintptr_t remote);
@@ -251,23 +245,8 @@ class Window {
   };
   static void fence_step_expired(const void* context);
 
-  void acquire(const char* call, int rank, bool exclusive);
-  void release(const char* call, int rank, WinLock held);
-  // Hybrid locks (window.cpp): one try on the word of one kind; returns
-  // the word's old value, and whether the lock was taken.
-  bool try_word(const char* call, int rank, bool cpu, bool exclusive, std::uint64_t& old);
-  void acquire_hybrid(const char* call, int rank, bool exclusive);
-  // The lock word's atomics: CPU ones when cpu (a hybrid lock's C word), Sync's otherwise.
-  std::uint64_t lock_fetch_add(const char* call, const Sync::Word& w, std::uint64_t value, bool cpu);
-  std::uint64_t lock_compare_swap(const char* call, const Sync::Word& w, std::uint64_t expected,
-                                  std::uint64_t desired, bool cpu);
-  static constexpr std::size_t kNetworkWord = 0, kCpuWord = 8;
   std::uint64_t own_word(std::size_t offset) const;
   Sync::Word word(int rank, std::size_t offset) const;
-  // The lock words of every target, made once: a lock pays no lookup.
-  const Sync::Word& lock_word(int rank, std::size_t offset) const {
-    return lock_words_[2 * static_cast<std::size_t>(rank) + (offset == kCpuWord)];
-  }
   std::size_t exposed_offset(int from) const { return 64 + static_cast<std::size_t>(from) * 8; }
   std::size_t completed_offset(int from) const {
     return 64 + static_cast<std::size_t>(group_.size() + from) * 8;
@@ -275,9 +254,6 @@ class Window {
   std::size_t fenced_offset(int from) const { return 64 + static_cast<std::size_t>(2 * group_.size() + from) * 8; }
   std::size_t readers_offset(int from) const { return 64 + static_cast<std::size_t>(3 * group_.size() + from) * 8; }
   std::size_t waiting_offset(int from) const { return 64 + static_cast<std::size_t>(4 * group_.size() + from) * 8; }
-  // Locks on one node (cpu_locks_): CPU atomics on this process's mappings.
-  void acquire_cpu(int rank, bool exclusive);
-  void release_cpu(int rank, bool exclusive);
   // Waits until every word reaches its count, want(rank); after the
   // timeout, fails naming the first rank still missing (mismatched PSCW
   // groups, a member that skips a fence).
@@ -351,28 +327,12 @@ class Window {
   // ARMCI_Win_allocate only), nullptr otherwise. Puts and gets there are
   // copies made here, done when they return.
   std::vector<std::byte*> mapped_;
-  std::vector<Sync::Word> lock_words_;  // per target: kNetworkWord, kCpuWord
   std::unique_ptr<Allocation> control_;
+  std::unique_ptr<WindowLocks> locking_;  // the kind chosen at creation (locks.hpp)
   void* allocated_ = nullptr;  // allocate: this rank's part, released at free
   bool allocated_any_ = false;
   bool freed_ = false;
   bool cpu_locks_ = false;  // every member on this node: lock words by CPU atomics
-  // cpu_locks_: per target, its lock word and reader words in this
-  // process's mapping, and this rank's reader word there.
-  struct CpuLock {
-    std::uint64_t* writer;
-    std::uint64_t* readers;  // one per group rank
-    std::uint64_t* mine;
-  };
-  std::vector<CpuLock> cpu_lock_;
-  // Hybrid locks: per target, whether this rank may use CPU atomics on its
-  // words (a node neighbour), the kind of word last found in force there,
-  // the kind of word this rank holds, and the neighbour's locks in a row
-  // through the network (for after:N).
-  bool hybrid_ = false;
-  std::vector<std::uint8_t> cpu_reach_, mode_cpu_, held_cpu_;
-  std::vector<unsigned> network_streak_;
-  LockCounters counters_;
 
   // Epochs of this rank as an origin.
   std::vector<WinLock> locks_;  // per target

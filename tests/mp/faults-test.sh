@@ -52,7 +52,7 @@
 # so what ends the survivors is the library's own detection.
 set -u
 bindir=${MP_BINDIR:-$PWD/tests/mp}
-tooldir=${MP_TOOLDIR:-$PWD/tools}
+tooldir=${MP_TOOLDIR:-$PWD/src/tools}
 mpirun=${MP_MPIRUN:-$(command -v mpirun)}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 parts=${FAULTS_PARTS:-1 2 3 4}

@@ -45,12 +45,48 @@
 
 enum { REGION = 4096, WATCH_SECONDS = 5 };
 
-static const char *cases[] = {"range", "negsize", "outside", "straddle", "null", "uninit", "badtype", "badhandle",
-                              "badop", "misaligned", "mutexrange", "notheld", "createtwice", "stridelevels",
-                              "negstride", "vecneg", "grouprank", "groupfreed", "msgop", "msglogical", "msgtype",
-                              "winepoch", "winunlock", "winrank", "windisp", "winpscw", "winop", "winfence",
-                              "winpscwfence", "winpscwcycle", "winnocheck", "winfencedeferred",
-                              "winfencecounted"};
+/* The cases, and what the message of each must name: "call:argument",
+ * then with two ranks what it must also say (the step's partner is then
+ * the absent rank 1 itself). run-mp-tests.sh runs them from this table
+ * (mp_errors --list). */
+static const struct {
+  const char *name, *expect, *expect_np2;
+} cases[] = {
+    {"range", "ARMCI_Put:proc", ""},
+    {"negsize", "ARMCI_Put:bytes", ""},
+    {"outside", "ARMCI_Put:dst", ""},
+    {"straddle", "ARMCI_Put:dst|bytes", ""},
+    {"null", "ARMCI_Put:src", ""},
+    {"uninit", "ARMCI_Put:", ""},
+    {"badtype", "ARMCI_Acc:datatype", ""},
+    {"badhandle", "ARMCI_Wait:", ""},
+    {"badop", "ARMCI_Rmw:op", ""},
+    {"misaligned", "ARMCI_Rmw:prem", ""},
+    {"mutexrange", "ARMCI_Lock:mutex", ""},
+    {"notheld", "ARMCI_Unlock:mutex", ""},
+    {"createtwice", "ARMCI_Create_mutexes:", ""},
+    {"stridelevels", "ARMCI_PutS:stride_levels", ""},
+    {"negstride", "ARMCI_PutS:dst_stride_ar", ""},
+    {"vecneg", "ARMCI_PutV:bytes", ""},
+    {"grouprank", "ARMCI_Absolute_id:group_rank", ""},
+    {"groupfreed", "ARMCI_Group_size:group", ""},
+    {"msgop", "armci_msg_dgop:op", ""},
+    {"msglogical", "armci_msg_dgop:op:needs an integer type", ""},
+    {"msgtype", "armci_msg_gop_scope:type", ""},
+    {"winepoch", "ARMCI_Win_put:rank", ""},
+    {"winunlock", "ARMCI_Win_unlock:rank", ""},
+    {"winrank", "ARMCI_Win_lock:rank", ""},
+    {"windisp", "ARMCI_Win_put:disp", ""},
+    {"winpscw", "ARMCI_Win_start:group", ""},
+    {"winop", "ARMCI_Win_acc:op", ""},
+    {"winfence", "ARMCI_Win_fence:win", "window rank 1 (world rank 1) did not reach the fence"},
+    {"winpscwfence", "ARMCI_Win_fence:win", ""},
+    {"winpscwcycle", "ARMCI_Win_start:group", ""},
+    {"winnocheck", "ARMCI_Win_wait:group", ""},
+    {"winfencedeferred", "ARMCI_Win_fence:win", "waits on window rank 1 (world rank 1)"},
+    {"winfencecounted", "ARMCI_Win_fence:win", "waits on window rank 1 (world rank 1)"},
+};
+enum { NCASES = sizeof cases / sizeof cases[0] };
 
 /* The rank before ARMCI_Init, from the launcher's environment. */
 static int launcher_rank(void) {
@@ -76,15 +112,17 @@ static void watch_region(const volatile unsigned char *region) {
 }
 
 int main(int argc, char **argv) {
+  if (argc == 2 && strcmp(argv[1], "--list") == 0) {
+    for (int i = 0; i < NCASES; i++) printf("%s\t%s\t%s\n", cases[i].name, cases[i].expect, cases[i].expect_np2);
+    return 0;
+  }
   int known = 0;
   if (argc == 2)
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) known |= strcmp(argv[1], cases[i]) == 0;
+    for (int i = 0; i < NCASES; i++) known |= strcmp(argv[1], cases[i].name) == 0;
   if (!known) {
-    fprintf(stderr, "usage: %s range|negsize|outside|straddle|null|uninit|badtype|badhandle|badop|misaligned|"
-                    "mutexrange|notheld|createtwice|stridelevels|negstride|vecneg|grouprank|groupfreed|msgop|msglogical|msgtype|"
-                    "winepoch|winunlock|winrank|windisp|winpscw|winop|winfence|winpscwfence|winpscwcycle|winnocheck|winfencedeferred|"
-                    "winfencecounted\n",
-            argv[0]);
+    fprintf(stderr, "usage: %s --list | CASE, one of:", argv[0]);
+    for (int i = 0; i < NCASES; i++) fprintf(stderr, " %s", cases[i].name);
+    fprintf(stderr, "\n");
     return 2;
   }
   const char *c = argv[1];

@@ -272,6 +272,17 @@ static void pick_scale(op_t *o, const area_t *a) {
   }
 }
 
+/* Element j of the shadow += scale * element j of the source, for one
+ * type; through memcpy, as neither buffer need be aligned for it. */
+#define SHADOW_ACC(T, scale)                  \
+  do {                                        \
+    T d_, s_;                                 \
+    memcpy(&d_, dst + sizeof(T) * j, sizeof(T)); \
+    memcpy(&s_, src + sizeof(T) * j, sizeof(T)); \
+    d_ += (scale) * s_;                       \
+    memcpy(dst + sizeof(T) * j, &d_, sizeof(T)); \
+  } while (0)
+
 static void apply_to_shadow(const op_t *o) {
   const area_t *a = &areas[o->area];
   unsigned char *sh = my_shadow(o->t);
@@ -285,34 +296,10 @@ static void apply_to_shadow(const op_t *o) {
     }
     for (size_t j = 0; j < n; j++) {
       switch (a->type) {
-        case ARMCI_ACC_INT: {
-          int d, s;
-          memcpy(&d, dst + 4 * j, 4);
-          memcpy(&s, src + 4 * j, 4);
-          d += o->scale.i * s;
-          memcpy(dst + 4 * j, &d, 4);
-        } break;
-        case ARMCI_ACC_LNG: {
-          long d, s;
-          memcpy(&d, dst + 8 * j, 8);
-          memcpy(&s, src + 8 * j, 8);
-          d += o->scale.l * s;
-          memcpy(dst + 8 * j, &d, 8);
-        } break;
-        case ARMCI_ACC_FLT: {
-          float d, s;
-          memcpy(&d, dst + 4 * j, 4);
-          memcpy(&s, src + 4 * j, 4);
-          d += o->scale.f * s;
-          memcpy(dst + 4 * j, &d, 4);
-        } break;
-        case ARMCI_ACC_DBL: {
-          double d, s;
-          memcpy(&d, dst + 8 * j, 8);
-          memcpy(&s, src + 8 * j, 8);
-          d += o->scale.d * s;
-          memcpy(dst + 8 * j, &d, 8);
-        } break;
+        case ARMCI_ACC_INT: SHADOW_ACC(int, o->scale.i); break;
+        case ARMCI_ACC_LNG: SHADOW_ACC(long, o->scale.l); break;
+        case ARMCI_ACC_FLT: SHADOW_ACC(float, o->scale.f); break;
+        case ARMCI_ACC_DBL: SHADOW_ACC(double, o->scale.d); break;
       }
     }
   }

@@ -3,6 +3,7 @@
 #include <complex>
 #include <vector>
 
+#include "include/armci.h"
 #include "src/core/acc.hpp"
 
 using armci::accumulate;

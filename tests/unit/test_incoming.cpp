@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "include/armci.h"
 #include "src/core/incoming.hpp"
 
 namespace incoming = armci::incoming;

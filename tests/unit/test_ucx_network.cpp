@@ -17,8 +17,6 @@ TEST(UcxNetwork, Capabilities) {
     EXPECT_EQ(c.name, "ucx");
     EXPECT_EQ(c.max_sge, 1u) << "UCX takes one contiguous local buffer per operation";
     EXPECT_GE(c.max_message, std::size_t(64) << 20);
-    EXPECT_FALSE(c.atomics_coherent_with_cpu);
-    EXPECT_FALSE(c.native_notify);
     EXPECT_FALSE(c.needs_local_registration);
   }
 }
