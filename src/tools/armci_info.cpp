@@ -161,7 +161,6 @@ armci::platform::Capabilities reference_verbs(bool software) {
   caps.max_inline = options.max_inline;
   caps.max_message = options.recv_size - 16;
   caps.needs_local_registration = true;
-  caps.native_notify = true;
   caps.puts_ordered = true;
   caps.software_device = software;
   return caps;
