@@ -149,8 +149,10 @@ echo "(comm %: median of Comm seconds / time, the most any rank spent exchanging
 echo " vs mpi: the mpi variant's median over this one's, >1 is faster; times are the guests' clock (TCG)."
 echo " CSV: ${reuse[*]}; Markdown: $md)"
 if [ "${PLOT:-1}" != 0 ]; then
-  if python3 -c 'import matplotlib' 2>/dev/null; then
-    python3 "$top/benchmarks/nas_plot.py" --name nas-two-hosts \
+  py=
+  for cand in python3 /usr/bin/python3; do "$cand" -c 'import matplotlib' 2>/dev/null && { py=$cand; break; }; done
+  if [ -n "$py" ]; then
+    "$py" "$top/benchmarks/nas_plot.py" --name nas-two-hosts \
       --note "rxea + rxeb (QEMU TCG, Soft-RoCE rxe0), UCX for every variant" -o "$out/plots" "$out/.nas-two-hosts-all.csv"
   else
     echo "$me: no chart: python3-matplotlib is not installed" >&2
