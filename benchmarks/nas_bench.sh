@@ -19,7 +19,9 @@
 #   -r CSV     run nothing: the table and chart of an earlier run's CSV
 # environment: RUNS (3), MPIRUN, MPIRUN_FLAGS (default --allow-run-as-root
 #   --oversubscribe), RESULTS_DIR (default BUILD_DIR/bench-results),
-#   NO_MAKE=1 (do not run make first), PLOT=0 (no chart).
+#   NO_MAKE=1 (do not run make first), PLOT=0 (no chart), NPB_REF (the cited
+#   NPB 3.3.1-MPI times: "kernel class np low high date;..."; the rows of those
+#   cells get an NPB column and the ratio to it).
 # Output: RESULTS_DIR/nas.csv (one row per run), nas-table.txt, plots/nas-*.png,
 # all from one invocation, which ends by saying how long it took and the
 # load average at its start and end. On two cores class A with 3 runs takes
@@ -104,9 +106,20 @@ else
   done
 fi
 
-# The table: medians and spreads per configuration, speed-up over mpi.
+# NPB 3.3.1-MPI's own times for the cells where they were measured on this
+# machine type (stock Fortran, -O3, gfortran 12, Open MPI 4.1.4, medians of
+# three): NPB is no Debian package, so they are cited, not run. Each entry:
+# kernel class np low high date. NPB_REF replaces them.
+npb_ref=${NPB_REF:-"mg A 2 0.50 0.55 2026-12-06;cg A 2 0.42 0.43 2026-12-06"}
+
+# The table: medians and spreads per configuration, speed-up over mpi, and
+# over NPB's reference where there is one.
 table="$results/nas-table.txt"
-awk -F, 'NR > 1 {
+awk -F, -v npb="$npb_ref" 'BEGIN {
+    k = split(npb, e, ";")
+    for (i = 1; i <= k; i++) if (split(e[i], f, " ") == 6) { rlo[f[1] " " f[2] " " f[3]] = f[4]; rhi[f[1] " " f[2] " " f[3]] = f[5]; rdate[f[1] " " f[2] " " f[3]] = f[6] }
+  }
+  NR > 1 {
     key = $2 " " $3 " " $4 " " $5 " " $6
     n[key]++; t[key, n[key]] = $8; cm[key, n[key]] = $10
     if (!(key in seen)) { seen[key] = 1; order[++m] = key }
@@ -127,17 +140,26 @@ awk -F, 'NR > 1 {
   }
   END {
     for (i = 1; i <= m; i++) med[order[i]] = median(order[i])
-    printf "%-6s %-5s %3s %-9s %-4s %10s %17s %9s %8s\n", "kernel", "class", "np", "variant", "net", "median s", "spread (min-max)", "vs mpi", "comm s"
+    printf "%-6s %-5s %3s %-9s %-4s %10s %17s %9s %8s  %-24s %s\n", "kernel", "class", "np", "variant", "net", "median s", "spread (min-max)", "vs mpi", "comm s", "NPB 3.3.1 MPI s (date)", "vs NPB"
     for (i = 1; i <= m; i++) {
       split(order[i], f, " ")
       ref = f[1] " " f[2] " " f[3] " mpi -"
       if (f[1] == "cg_f") ref = "cg " f[2] " " f[3] " mpi -"
       speed = (ref in med && med[order[i]] > 0) ? sprintf("%8.2fx", med[ref] / med[order[i]]) : "       -"
-      printf "%-6s %-5s %3s %-9s %-4s %10.2f %8.2f-%-8.2f %9s %8s\n", f[1], f[2], f[3], f[4], f[5], med[order[i]], lo[order[i]], hi[order[i]], speed, median_comm(order[i])
+      cell = (f[1] == "cg_f" ? "cg" : f[1]) " " f[2] " " f[3]
+      npbcol = "-"; vsnpb = "-"
+      if (cell in rlo) {
+        npbcol = sprintf("%.2f-%.2f (%s)", rlo[cell], rhi[cell], rdate[cell])
+        if (med[order[i]] > 0) vsnpb = sprintf("%.2f-%.2fx", rlo[cell] / med[order[i]], rhi[cell] / med[order[i]])
+      }
+      printf "%-6s %-5s %3s %-9s %-4s %10.2f %8.2f-%-8.2f %9s %8s  %-24s %s\n", f[1], f[2], f[3], f[4], f[5], med[order[i]], lo[order[i]], hi[order[i]], speed, median_comm(order[i]), npbcol, vsnpb
     }
   }' "$csv" | tee "$table"
 echo "(vs mpi: the mpi variant's median time over this one's; >1 is faster. comm s: median of the"
-echo " kernel's \"Comm seconds\", the most any rank spent exchanging, reducing and waiting. CSV: $csv)"
+echo " kernel's \"Comm seconds\", the most any rank spent exchanging, reducing and waiting."
+echo " NPB 3.3.1 MPI: NPB's own time for that cell, cited (stock Fortran -O3, gfortran 12, Open MPI 4.1.4,"
+echo " medians of three, this machine type, on the date given), not run here; vs NPB: its low and high"
+echo " over this row's median, >= 0.95 is within 5%. CSV: $csv)"
 
 if [ "${PLOT:-1}" != 0 ]; then
   py=

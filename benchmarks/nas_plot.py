@@ -21,6 +21,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("csv")
     ap.add_argument("-o", "--out-dir", default=None)
+    ap.add_argument("--name", default="nas", help="file name prefix of the PNGs (default nas)")
+    ap.add_argument("--note", default="mpirun's default binding, machine shared with other jobs",
+                    help="what the subtitle says after the run count")
     args = ap.parse_args()
     out_dir = args.out_dir or os.path.dirname(args.csv) or "."
     os.makedirs(out_dir, exist_ok=True)
@@ -59,8 +62,8 @@ def main():
         ax.grid(True, axis="y", alpha=0.3)
         runs = max(len(v) for v in times.values())
         plot.finish(fig, f"NAS {kernel.upper()} class {cls}: time per variant (lower is better)",
-                    f"{runs} runs per bar, mpirun's default binding, machine shared with other jobs",
-                    os.path.join(out_dir, f"nas-{kernel}-{cls}.png"))
+                    f"{runs} runs per bar, {args.note}",
+                    os.path.join(out_dir, f"{args.name}-{kernel}-{cls}.png"))
 
 
 if __name__ == "__main__":

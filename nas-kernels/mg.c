@@ -217,73 +217,98 @@ static void apply(const op_t *op) {
 
 /* ----------------------------------------------------------- operators */
 
-/* r = v - A u (NPB's resid). */
+/* The rows a 27-point operator reads around row (i3, i2): ROW(dz, dy) is
+ * the row at plane i3 + dz, line i2 + dy. */
+#define ROW(base, l, i3, i2, dz, dy) ((base) + AT(l, (i3) + (dz), (i2) + (dy), 0))
+
+/* The stencil's partial sums of one line: e[i1], the four edge neighbours
+ * across y and z, and k[i1], the four corner neighbours; both shared by the
+ * three output points i1-1, i1, i1+1 (why NPB's resid and psinv need fewer
+ * flops than the 27-point formula). omp simd: the rows are distinct lines
+ * of one array, the sums a private buffer. */
+static inline void line_sums(const level_t *l, const double *x, int i3, int i2, double *restrict e,
+                             double *restrict k) {
+  const double *ym = ROW(x, l, i3, i2, 0, -1), *yp = ROW(x, l, i3, i2, 0, 1);
+  const double *zm = ROW(x, l, i3, i2, -1, 0), *zp = ROW(x, l, i3, i2, 1, 0);
+  const double *mm = ROW(x, l, i3, i2, -1, -1), *mp = ROW(x, l, i3, i2, -1, 1);
+  const double *pm = ROW(x, l, i3, i2, 1, -1), *pp = ROW(x, l, i3, i2, 1, 1);
+  const int n = l->n1;
+#pragma omp simd
+  for (int i1 = 0; i1 < n; i1++) {
+    e[i1] = ym[i1] + yp[i1] + zm[i1] + zp[i1];
+    k[i1] = mm[i1] + mp[i1] + pm[i1] + pp[i1];
+  }
+}
+
+/* r = v - A u (NPB's resid; a[1] is 0, so the face term drops out). */
 static void resid_planes(const op_t *op, int lo, int hi) {
   const level_t *l = op->out;
   const double *u = op->src, *vv = op->rhs;
   double *r = op->dst;
   double u1[l->n1], u2[l->n1];
+  const double a0 = a[0], a2 = a[2], a3 = a[3];
+  const int n = l->n1;
   for (int i3 = lo; i3 <= hi; i3++)
     for (int i2 = 1; i2 < l->n2 - 1; i2++) {
-      for (int i1 = 0; i1 < l->n1; i1++) {
-        u1[i1] = u[AT(l, i3, i2 - 1, i1)] + u[AT(l, i3, i2 + 1, i1)] + u[AT(l, i3 - 1, i2, i1)] +
-                 u[AT(l, i3 + 1, i2, i1)];
-        u2[i1] = u[AT(l, i3 - 1, i2 - 1, i1)] + u[AT(l, i3 - 1, i2 + 1, i1)] + u[AT(l, i3 + 1, i2 - 1, i1)] +
-                 u[AT(l, i3 + 1, i2 + 1, i1)];
-      }
-      for (int i1 = 1; i1 < l->n1 - 1; i1++)
-        r[AT(l, i3, i2, i1)] = vv[AT(l, i3, i2, i1)] - a[0] * u[AT(l, i3, i2, i1)] -
-                               a[2] * (u2[i1] + u1[i1 - 1] + u1[i1 + 1]) - a[3] * (u2[i1 - 1] + u2[i1 + 1]);
+      line_sums(l, u, i3, i2, u1, u2);
+      const double *uc = ROW(u, l, i3, i2, 0, 0), *vc = ROW(vv, l, i3, i2, 0, 0);
+      double *rc = ROW(r, l, i3, i2, 0, 0);
+#pragma omp simd
+      for (int i1 = 1; i1 < n - 1; i1++)
+        rc[i1] = vc[i1] - a0 * uc[i1] - a2 * (u2[i1] + u1[i1 - 1] + u1[i1 + 1]) - a3 * (u2[i1 - 1] + u2[i1 + 1]);
     }
 }
 
-/* u += S r (NPB's psinv, the smoother). */
+/* u += S r (NPB's psinv, the smoother; c[3] is 0). */
 static void psinv_planes(const op_t *op, int lo, int hi) {
   const level_t *l = op->out;
   const double *r = op->src;
   double *u = op->dst;
   double r1[l->n1], r2[l->n1];
+  const double c0 = c[0], c1 = c[1], c2 = c[2];
+  const int n = l->n1;
   for (int i3 = lo; i3 <= hi; i3++)
     for (int i2 = 1; i2 < l->n2 - 1; i2++) {
-      for (int i1 = 0; i1 < l->n1; i1++) {
-        r1[i1] = r[AT(l, i3, i2 - 1, i1)] + r[AT(l, i3, i2 + 1, i1)] + r[AT(l, i3 - 1, i2, i1)] +
-                 r[AT(l, i3 + 1, i2, i1)];
-        r2[i1] = r[AT(l, i3 - 1, i2 - 1, i1)] + r[AT(l, i3 - 1, i2 + 1, i1)] + r[AT(l, i3 + 1, i2 - 1, i1)] +
-                 r[AT(l, i3 + 1, i2 + 1, i1)];
-      }
-      for (int i1 = 1; i1 < l->n1 - 1; i1++)
-        u[AT(l, i3, i2, i1)] += c[0] * r[AT(l, i3, i2, i1)] +
-                                c[1] * (r[AT(l, i3, i2, i1 - 1)] + r[AT(l, i3, i2, i1 + 1)] + r1[i1]) +
-                                c[2] * (r2[i1] + r1[i1 - 1] + r1[i1 + 1]);
+      line_sums(l, r, i3, i2, r1, r2);
+      const double *rc = ROW(r, l, i3, i2, 0, 0);
+      double *uc = ROW(u, l, i3, i2, 0, 0);
+#pragma omp simd
+      for (int i1 = 1; i1 < n - 1; i1++)
+        uc[i1] += c0 * rc[i1] + c1 * (rc[i1 - 1] + rc[i1 + 1] + r1[i1]) + c2 * (r2[i1] + r1[i1 - 1] + r1[i1 + 1]);
     }
 }
 
-/* Coarse s = P^T r (NPB's rprj3): coarse point j sits on fine point 2j. */
+/* Coarse s = P^T r (NPB's rprj3): coarse point j sits on fine point 2j;
+ * x1/y1 hold the edge and corner sums of the fine points between two
+ * coarse ones, each shared by two coarse points. */
 static void rprj3_planes(const op_t *op, int lo, int hi) {
   const level_t *f = op->in, *cl = op->out;
   const double *r = op->src;
   double *s = op->dst;
   double x1[f->n1], y1[f->n1];
+  const int m = cl->n1;
   for (int j3 = lo; j3 <= hi; j3++) {
     const int i3 = 2 * (j3 + cl->z0) - f->z0;
     for (int j2 = 1; j2 < cl->n2 - 1; j2++) {
       const int i2 = 2 * j2;
-      for (int j1 = 1; j1 < cl->n1; j1++) {
-        const int i1 = 2 * j1 - 1;
-        x1[i1] = r[AT(f, i3, i2 - 1, i1)] + r[AT(f, i3, i2 + 1, i1)] + r[AT(f, i3 - 1, i2, i1)] +
-                 r[AT(f, i3 + 1, i2, i1)];
-        y1[i1] = r[AT(f, i3 - 1, i2 - 1, i1)] + r[AT(f, i3 + 1, i2 - 1, i1)] + r[AT(f, i3 - 1, i2 + 1, i1)] +
-                 r[AT(f, i3 + 1, i2 + 1, i1)];
+      const double *ym = ROW(r, f, i3, i2, 0, -1), *yp = ROW(r, f, i3, i2, 0, 1);
+      const double *zm = ROW(r, f, i3, i2, -1, 0), *zp = ROW(r, f, i3, i2, 1, 0);
+      const double *mm = ROW(r, f, i3, i2, -1, -1), *mp = ROW(r, f, i3, i2, -1, 1);
+      const double *pm = ROW(r, f, i3, i2, 1, -1), *pp = ROW(r, f, i3, i2, 1, 1);
+      const double *rc = ROW(r, f, i3, i2, 0, 0);
+      double *sc = ROW(s, cl, j3, j2, 0, 0);
+#pragma omp simd
+      for (int i1 = 1; i1 < 2 * m - 1; i1 += 2) {
+        x1[i1] = ym[i1] + yp[i1] + zm[i1] + zp[i1];
+        y1[i1] = mm[i1] + pm[i1] + mp[i1] + pp[i1];
       }
-      for (int j1 = 1; j1 < cl->n1 - 1; j1++) {
+#pragma omp simd
+      for (int j1 = 1; j1 < m - 1; j1++) {
         const int i1 = 2 * j1;
-        const double y2 = r[AT(f, i3 - 1, i2 - 1, i1)] + r[AT(f, i3 + 1, i2 - 1, i1)] +
-                          r[AT(f, i3 - 1, i2 + 1, i1)] + r[AT(f, i3 + 1, i2 + 1, i1)];
-        const double x2 = r[AT(f, i3, i2 - 1, i1)] + r[AT(f, i3, i2 + 1, i1)] + r[AT(f, i3 - 1, i2, i1)] +
-                          r[AT(f, i3 + 1, i2, i1)];
-        s[AT(cl, j3, j2, j1)] = 0.5 * r[AT(f, i3, i2, i1)] +
-                                0.25 * (r[AT(f, i3, i2, i1 - 1)] + r[AT(f, i3, i2, i1 + 1)] + x2) +
-                                0.125 * (x1[i1 - 1] + x1[i1 + 1] + y2) + 0.0625 * (y1[i1 - 1] + y1[i1 + 1]);
+        const double y2 = mm[i1] + pm[i1] + mp[i1] + pp[i1];
+        const double x2 = ym[i1] + yp[i1] + zm[i1] + zp[i1];
+        sc[j1] = 0.5 * rc[i1] + 0.25 * (rc[i1 - 1] + rc[i1 + 1] + x2) + 0.125 * (x1[i1 - 1] + x1[i1 + 1] + y2) +
+                 0.0625 * (y1[i1 - 1] + y1[i1 + 1]);
       }
     }
   }
@@ -296,25 +321,32 @@ static void interp(const level_t *cl, const double *z, const level_t *f, double 
   halo_finish();
   const double t0 = nas_wtime();
   double z1[cl->n1], z2[cl->n1], z3[cl->n1];
+  const int m = cl->n1;
   for (int g3 = f->z0 / 2; g3 <= f->z0 / 2 + f->L / 2; g3++) {
     const int k3 = g3 - cl->z0, i3 = 2 * g3 - f->z0;
     for (int k2 = 0; k2 < cl->n2 - 1; k2++) {
-      for (int k1 = 0; k1 < cl->n1; k1++) {
-        z1[k1] = z[AT(cl, k3, k2 + 1, k1)] + z[AT(cl, k3, k2, k1)];
-        z2[k1] = z[AT(cl, k3 + 1, k2, k1)] + z[AT(cl, k3, k2, k1)];
-        z3[k1] = z[AT(cl, k3 + 1, k2 + 1, k1)] + z[AT(cl, k3 + 1, k2, k1)] + z1[k1];
+      const double *z00 = ROW(z, cl, k3, k2, 0, 0), *z01 = ROW(z, cl, k3, k2, 0, 1);
+      const double *z10 = ROW(z, cl, k3, k2, 1, 0), *z11 = ROW(z, cl, k3, k2, 1, 1);
+#pragma omp simd
+      for (int k1 = 0; k1 < m; k1++) {
+        z1[k1] = z01[k1] + z00[k1];
+        z2[k1] = z10[k1] + z00[k1];
+        z3[k1] = z11[k1] + z10[k1] + z1[k1];
       }
       const int i2 = 2 * k2;
-      for (int k1 = 0; k1 < cl->n1 - 1; k1++) {
+      double *u00 = ROW(u, f, i3, i2, 0, 0), *u01 = ROW(u, f, i3, i2, 0, 1);
+      double *u10 = ROW(u, f, i3, i2, 1, 0), *u11 = ROW(u, f, i3, i2, 1, 1);
+#pragma omp simd
+      for (int k1 = 0; k1 < m - 1; k1++) {
         const int i1 = 2 * k1;
-        u[AT(f, i3, i2, i1)] += z[AT(cl, k3, k2, k1)];
-        u[AT(f, i3, i2, i1 + 1)] += 0.5 * (z[AT(cl, k3, k2, k1 + 1)] + z[AT(cl, k3, k2, k1)]);
-        u[AT(f, i3, i2 + 1, i1)] += 0.5 * z1[k1];
-        u[AT(f, i3, i2 + 1, i1 + 1)] += 0.25 * (z1[k1] + z1[k1 + 1]);
-        u[AT(f, i3 + 1, i2, i1)] += 0.5 * z2[k1];
-        u[AT(f, i3 + 1, i2, i1 + 1)] += 0.25 * (z2[k1] + z2[k1 + 1]);
-        u[AT(f, i3 + 1, i2 + 1, i1)] += 0.25 * z3[k1];
-        u[AT(f, i3 + 1, i2 + 1, i1 + 1)] += 0.125 * (z3[k1] + z3[k1 + 1]);
+        u00[i1] += z00[k1];
+        u00[i1 + 1] += 0.5 * (z00[k1 + 1] + z00[k1]);
+        u01[i1] += 0.5 * z1[k1];
+        u01[i1 + 1] += 0.25 * (z1[k1] + z1[k1 + 1]);
+        u10[i1] += 0.5 * z2[k1];
+        u10[i1 + 1] += 0.25 * (z2[k1] + z2[k1 + 1]);
+        u11[i1] += 0.25 * z3[k1];
+        u11[i1 + 1] += 0.125 * (z3[k1] + z3[k1 + 1]);
       }
     }
   }

@@ -358,13 +358,13 @@ int nas_report(const char *name, const char *size, int iterations, double second
     line("Class", "%c", nas.cls);
     line("Size", "%s", size);
     line("Iterations", "%d", iterations);
-    line("Time in seconds", "%.2f", seconds);
+    line("Time in seconds", "%.4f", seconds);
     line("Total processes", "%d", nas.np);
     line("Mop/s total", "%.2f", mops_total);
     line("Mop/s/process", "%.2f", mops_total / nas.np);
     line("Operation type", "%s", "floating point");
     line("Variant", "%s", nas_variant_name());
-    line("Comm seconds", "%.2f (largest over the ranks: time in exchanges, reductions, waits)", comm_seconds);
+    line("Comm seconds", "%.4f (largest over the ranks: time in exchanges, reductions, waits)", comm_seconds);
     line("Verification", "%s", verified ? "SUCCESSFUL" : "UNSUCCESSFUL");
     fflush(stdout);
   }
