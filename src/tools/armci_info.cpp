@@ -219,6 +219,15 @@ void print_markdown_protocols() {
   std::printf("```\n\nIn a job with network peers:\n\n```\n");
   std::fputs(armci::protocols::AtomicTable(true).describe("").c_str(), stdout);
   std::printf("```\n");
+  std::printf(
+      "\n## Windows and collectives\n\n"
+      "Chosen by the same functions the code dispatches with (`src/core/protocols/choices.cpp`):\n"
+      "a window's lock kind, fence kind and reordering once when the window is made, a\n"
+      "collective's transport form per message and its all-reduce algorithm per call. A window\n"
+      "that spans the network, with the helper thread on:\n\n```\n");
+  std::fputs(armci::protocols::describe_windows(settings, true, true, "").c_str(), stdout);
+  std::fputs(armci::protocols::describe_collectives("").c_str(), stdout);
+  std::printf("```\n");
 }
 
 }  // namespace
