@@ -85,7 +85,7 @@ for x in "$out"/bin-ours/*; do
     { echo "run-ga-testing: $x does not take ARMCI_Init from $lib/libarmci.so" >&2; exit 1; }
 done
 
-fails='armci:|[Mm]ismatch|[Ff]ailed|FAILED|[Aa]bort|Segmentation|[Ss]ignal|[Ww]rong|Error:|ERROR'
+fails='armci:|[Mm]ismatch|[Ff]ailed|FAILED|[Aa]bort|Segmentation|[Ss]ignal|[Ww]rong|[Ee]rror:|Error found|ERROR'
 mkdir -p "$out/run"
 for fl in $FLAVOURS; do
   pass=0 total=0
