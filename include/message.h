@@ -54,8 +54,8 @@ void armci_msg_group_barrier(ARMCI_Group *group);
  * none): the root, this rank's parent and its two children. */
 void armci_msg_bintree(int scope, int *Root, int *Up, int *Left, int *Right);
 
-/* Broadcasts of len bytes from root (a world rank; for the group form, a
- * group rank). */
+/* Broadcasts of len bytes from root, a world rank also in the group form
+ * (there it must be one of the group's members), as GA passes it. */
 void armci_msg_bcast(void *buffer, int len, int root);
 void armci_msg_brdcst(void *buffer, int len, int root);
 void armci_msg_bcast_scope(int scope, void *buffer, int len, int root);

@@ -251,9 +251,11 @@ armci_api_peers(void, armci_msg_brdcst, (void* buffer, int len, int root)) {
 } ARMCI_PEERS_END(void)
 armci_api_peers(void, armci_msg_group_bcast_scope, (int scope, void* buf, int len, int root, ARMCI_Group* group)) {
   armci::Group& g = member_group_of("armci_msg_group_bcast_scope", "group", group);
-  if (root < 0 || root >= g.size())
-    fail("armci_msg_group_bcast_scope", "argument 'root' (%d) is out of range [0, %d)", root, g.size());
-  bcast("armci_msg_group_bcast_scope", scope, buf, len, g.members[static_cast<std::size_t>(root)], g);
+  // root is a world rank, as GA (its pgroup broadcasts map the originator to
+  // a world rank first), GA's ARMCI and ARMCI-MPI take it.
+  if (root < 0 || root >= static_cast<int>(g.rank_of.size()) || g.rank_of[static_cast<std::size_t>(root)] < 0)
+    fail("armci_msg_group_bcast_scope", "argument 'root' (world rank %d) is not a member of the group", root);
+  bcast("armci_msg_group_bcast_scope", scope, buf, len, root, g);
 } ARMCI_PEERS_END(void)
 
 // ---------------------------------------------------------------- reductions

@@ -13,7 +13,10 @@
  *  - GA's own calls: gop_scope(SCOPE_MASTERS, "+", double),
  *    gop_scope(SCOPE_NODE, "min", long and int);
  *  - armci_domain_nprocs and armci_domain_glob_proc_id with id -1 (my
- *    domain), against the id of this rank's domain. */
+ *    domain), against the id of this rank's domain;
+ *  - armci_msg_group_bcast_scope with root a world rank (GA's pgroup
+ *    broadcast), over the ranks in reverse and over all ranks but 0, from
+ *    every member. */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include "mp_common.h"
 
@@ -211,6 +214,19 @@ static void check_domains(void) {
     MP_CHECK_INT(node_ranks[l], armci_domain_glob_proc_id(ARMCI_DOMAIN_SMP, -1, l));
 }
 
+static void check_group_bcast(ARMCI_Group *group, const int *ranks, int n) {
+  int mine = 0;
+  for (int k = 0; k < n; ++k) mine |= ranks[k] == mp_me;
+  for (int k = 0; k < n; ++k) {
+    const int root = ranks[k];
+    long v[N];
+    for (int i = 0; i < N; ++i) v[i] = mp_me == root ? 1000L * root + i : -1;
+    if (mine) armci_msg_group_bcast_scope(SCOPE_ALL, v, (int)sizeof v, root, group);
+    mp_set_where("armci_msg_group_bcast_scope from world rank %d over %d ranks", root, n);
+    for (int i = 0; i < N && mine; ++i) MP_CHECK_INT(1000L * root + i, v[i]);
+  }
+}
+
 int main(int argc, char **argv) {
   mp_init(&argc, &argv);
   MP_CHECK(mp_np <= 64, "np %d", mp_np);
@@ -271,6 +287,11 @@ int main(int argc, char **argv) {
 
   check_ga_calls();
   check_domains();
+  check_group_bcast(&reversed, reverse_ranks, mp_np);
+  ARMCI_Group not_first;
+  ARMCI_Group_create(mp_np - 1, reverse_ranks, &not_first); /* world ranks np-1 .. 1 */
+  check_group_bcast(&not_first, reverse_ranks, mp_np - 1);
+  ARMCI_Group_free(&not_first);
 
   ARMCI_Group_free(&reversed);
   munmap(guard_page, 2 * (size_t)page);
