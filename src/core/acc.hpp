@@ -1,6 +1,7 @@
 // Accumulate kernels: dst[i] += scale * src[i] for ARMCI's data types.
 #pragma once
 
+#include <atomic>
 #include <complex>
 #include <cstddef>
 #include <cstdint>
@@ -169,5 +170,25 @@ inline void accumulate(int datatype, const AccScale& scale, void* dst, const voi
     default: break;
   }
 }
+
+// The Acc locks a rank exposes to the others (in its control block):
+// stripes of its memory by 4 KiB page of the target address, held while an
+// Acc applies. The target's own message handler and its node neighbours
+// take the same stripes, so Accs stay atomic per element whoever applies
+// them.
+struct AccStripes {
+  static constexpr int kCount = 64;
+  std::atomic<std::uint32_t> lock[kCount];
+
+  // The stripes covering a range, taken (returned as a mask) and given
+  // back: a strided Acc holds them once over its extent, not once per piece.
+  std::uint64_t take(std::uintptr_t target_address, std::size_t bytes);
+  void give_back(std::uint64_t stripes);
+};
+
+// dst += scale * src under the stripes that cover
+// [target_address, target_address + bytes) of the target.
+void apply_acc_locked(AccStripes& stripes, int datatype, const AccScale& scale, void* dst, const void* src,
+                      std::size_t bytes, std::uintptr_t target_address);
 
 }  // namespace armci

@@ -8,45 +8,13 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "src/core/allocation_record.hpp"
 #include "src/core/error.hpp"
 #include "src/core/peer_failure.hpp"
 #include "src/core/record.hpp"
 #include "src/core/segment_names.hpp"
 
 namespace armci {
-
-std::uint64_t lock_acc_stripes(ControlBlock& control, std::uintptr_t target_address, std::size_t bytes) {
-  // Stripes by 4 KiB page of the target address, taken in ascending order so
-  // two Accs over overlapping ranges cannot deadlock.
-  const std::uintptr_t first = target_address >> 12;
-  const std::uintptr_t last = (target_address + bytes - 1) >> 12;
-  std::uint64_t stripes = 0;
-  if (last - first + 1 >= ControlBlock::kAccStripes) {
-    stripes = ~std::uint64_t{0};
-  } else {
-    for (std::uintptr_t page = first; page <= last; ++page)
-      stripes |= std::uint64_t{1} << (page % ControlBlock::kAccStripes);
-  }
-  for (std::uint64_t left = stripes; left != 0; left &= left - 1) {
-    auto& lock = control.acc_lock[__builtin_ctzll(left)];
-    Backoff backoff;
-    while (lock.load(std::memory_order_relaxed) != 0 || lock.exchange(1, std::memory_order_acquire) != 0)
-      backoff.pause();
-  }
-  return stripes;
-}
-
-void unlock_acc_stripes(ControlBlock& control, std::uint64_t stripes) {
-  for (std::uint64_t left = stripes; left != 0; left &= left - 1)
-    control.acc_lock[__builtin_ctzll(left)].store(0, std::memory_order_release);
-}
-
-void apply_acc_locked(ControlBlock& control, int datatype, const AccScale& scale, void* dst, const void* src,
-                      std::size_t bytes, std::uintptr_t target_address) {
-  const std::uint64_t stripes = lock_acc_stripes(control, target_address, bytes);
-  accumulate(datatype, scale, dst, src, bytes);
-  unlock_acc_stripes(control, stripes);
-}
 
 std::byte* Allocation::local(const Peers& peers, int proc) const {
   switch (peers.kind(proc)) {
@@ -68,13 +36,21 @@ void size_parts(Allocation& allocation, std::size_t n) {
   allocation.keys.assign(n, platform::RemoteKey{});
 }
 
-// Both kinds of allocation record start alike: the rank's failure text
-// (empty: checked before), then its part's id, base and size.
-void read_part_head(RecordReader& in, Allocation& allocation, std::size_t i) {
-  in.take_bytes();
-  allocation.ids[i] = in.take<std::uint64_t>();
-  allocation.bases[i] = in.take<std::uint64_t>();
-  allocation.sizes[i] = in.take<std::uint64_t>();
+void take_part(Allocation& allocation, std::size_t i, const PartRecord& part) {
+  allocation.ids[i] = part.id;
+  allocation.bases[i] = part.base;
+  allocation.sizes[i] = part.bytes;
+}
+
+// The members' failures joined, so every rank fails with the same text.
+std::string joined_failures(const std::vector<std::optional<PartRecord>>& parts) {
+  std::string failures;
+  for (const auto& part : parts) {
+    if (!part || part->failure.empty()) continue;
+    if (!failures.empty()) failures += "; ";
+    failures += part->failure;
+  }
+  return failures;
 }
 
 }  // namespace
@@ -174,33 +150,22 @@ std::unique_ptr<Allocation> Memory::collective_allocate(std::size_t bytes, bool 
       allocation->own = platform::SharedSegment::anonymous(bytes);
     }
   }
-  RecordWriter record;
-  record.add_string(failure);
-  record.add<std::uint64_t>(allocation->id);
-  record.add<std::uint64_t>(reinterpret_cast<std::uintptr_t>(allocation->own.address()));
-  record.add<std::uint64_t>(bytes);
-  std::vector<std::byte> packed;
+  PartRecord mine;
+  mine.failure = std::move(failure);
+  mine.id = allocation->id;
+  mine.base = reinterpret_cast<std::uintptr_t>(allocation->own.address());
+  mine.bytes = bytes;
   if (bytes > 0 && network) {
     progress_.with_network([&](platform::Network& net) {
       if (!allocation->registration)
         allocation->registration = net.register_memory(allocation->own.address(), allocation->own.size());
-      packed = net.pack_remote_key(allocation->registration);
+      mine.key = net.pack_remote_key(allocation->registration);
     });
-    allocation->own_key = packed;
+    allocation->own_key = mine.key;
   }
-  record.add_bytes(packed);
-  record.add_string(allocation->own.name());
-  auto records = members ? members->exchange(record.bytes) : exchange_(record.bytes);
-
-  std::string failures;
-  for (const auto& theirs : records) {
-    if (theirs.empty()) continue;  // outside the group
-    const std::string text = RecordReader(theirs).take_string();
-    if (text.empty()) continue;
-    if (!failures.empty()) failures += "; ";
-    failures += text;
-  }
-  if (!failures.empty()) {
+  mine.name = allocation->own.name();
+  const auto parts = PartRecord::decode_all(members ? members->exchange(mine.encode()) : exchange_(mine.encode()));
+  if (std::string failures = joined_failures(parts); !failures.empty()) {
     free_allocation(*allocation);
     throw std::runtime_error(failures);
   }
@@ -211,18 +176,17 @@ std::unique_ptr<Allocation> Memory::collective_allocate(std::size_t bytes, bool 
   std::vector<std::string> names(n);
   for (int r = 0; r < peers_.size(); ++r) {
     const auto i = static_cast<std::size_t>(r);
-    if (records[i].empty()) continue;  // outside the group
-    RecordReader in(records[i]);
-    read_part_head(in, *allocation, i);
-    auto key = in.take_bytes();
-    names[i] = in.take_string();
+    if (!parts[i]) continue;  // outside the group
+    take_part(*allocation, i, *parts[i]);
+    names[i] = parts[i]->name;
     if (allocation->sizes[i] == 0) continue;
     if (peers_.kind(r) == PeerKind::shared_memory)
       allocation->mapped[i] = platform::SharedSegment::attach(names[i], allocation->sizes[i]);
     // With a network every rank packs a key, and every key is unpacked:
     // self's and neighbours' too, for network atomics.
-    if (!key.empty())
-      allocation->keys[i] = progress_.with_network([&](platform::Network& net) { return net.unpack_remote_key(r, key); });
+    if (!parts[i]->key.empty())
+      allocation->keys[i] =
+          progress_.with_network([&](platform::Network& net) { return net.unpack_remote_key(r, parts[i]->key); });
   }
   // Every neighbour has mapped my segment once all have passed this point;
   // then its name can go, so a crash leaves nothing behind in /dev/shm.
@@ -356,12 +320,12 @@ std::vector<void*> Memory::allocate(const char* call, std::size_t bytes, const M
 }
 
 void Memory::warn_fall_back(const char* call, std::size_t bytes, const std::vector<bool>& nodes,
-                            const std::vector<std::vector<std::byte>>& records) {
+                            const std::vector<std::optional<PartRecord>>& parts) {
   const int node = peers_.node_of(peers_.rank());
   if (warned_fall_back_ || !nodes[static_cast<std::size_t>(node)]) return;
   warned_fall_back_ = true;
   for (int r = 0; r < peers_.rank(); ++r)
-    if (!records[static_cast<std::size_t>(r)].empty() && peers_.node_of(r) == node) return;
+    if (parts[static_cast<std::size_t>(r)] && peers_.node_of(r) == node) return;
   std::fprintf(stderr,
                "armci: rank %d: %s: /dev/shm is too small for this node's parts (%zu bytes here): they are made "
                "in private memory that neighbours reach through the network layer (slower; "
@@ -402,6 +366,36 @@ void Memory::release_spares(const Members* members) {
   else barrier_();
 }
 
+PartRecord Memory::make_own_part(std::uint64_t id, std::size_t bytes, const std::vector<bool>& mask,
+                                 bool network_memory) {
+  PartRecord mine;
+  mine.id = id;
+  mine.network_memory = network_memory;
+  if (bytes > 0) {
+    try {
+      mine.segment = take_segment(id, bytes, mask, mine.new_segment, network_memory);
+    } catch (const platform::ShmSpaceError& e) {
+      mine.failure = shm_space_message(e);
+      mine.short_of_shm = true;
+    } catch (const std::exception& e) {
+      mine.failure = "rank " + std::to_string(peers_.rank()) + " could not make its shared segment: " + e.what();
+    }
+  }
+  mine.spare_bytes = spare_bytes_;
+  if (mine.segment == 0) return mine;
+  const OwnSegment& own = own_segments_.at(mine.segment);
+  mine.base = reinterpret_cast<std::uintptr_t>(own.memory.address());
+  mine.bytes = bytes;
+  mine.capacity = own.memory.size();
+  // Keys and names go with new segments only: the holders keep those of
+  // spare ones.
+  if (mine.new_segment) {
+    mine.key = own.packed_key;
+    mine.name = own.memory.name();
+  }
+  return mine;
+}
+
 std::optional<std::vector<void*>> Memory::try_allocate(const char* call, std::size_t bytes, const Members* members,
                                                        bool may_retry, bool may_fall_back, std::vector<bool>& fall_back) {
   auto allocation = std::make_unique<Allocation>();
@@ -414,101 +408,39 @@ std::optional<std::vector<void*>> Memory::try_allocate(const char* call, std::si
       !fall_back.empty() && fall_back[static_cast<std::size_t>(peers_.node_of(peers_.rank()))];
   // A rank that cannot make its part says why in its record, so every rank
   // fails the same call (none returns memory a neighbour never got).
-  std::string failure;
-  bool short_of_shm = false;
-  std::uint64_t my_segment = 0;
-  bool made = false;
-  if (bytes > 0) {
-    try {
-      my_segment = take_segment(allocation->id, bytes, mask, made, network_memory);
-    } catch (const platform::ShmSpaceError& e) {
-      failure = shm_space_message(e);
-      short_of_shm = true;
-    } catch (const std::exception& e) {
-      failure = "rank " + std::to_string(peers_.rank()) + " could not make its shared segment: " + e.what();
-    }
-  }
-  const OwnSegment* mine = my_segment != 0 ? &own_segments_.at(my_segment) : nullptr;
+  const PartRecord mine = make_own_part(allocation->id, bytes, mask, network_memory);
   // This rank's part is in the table before any peer can know of it: a
   // peer leaves the exchange (or the barrier) while this rank is still
   // reading the records, and its first request through the network (a
   // vector message, an Acc) is looked up here by the helper.
-  const auto own_base = mine ? reinterpret_cast<std::uintptr_t>(mine->memory.address()) : 0;
-  if (mine) {
+  if (mine.segment != 0) {
     Region own;
-    own.base = own_base;
+    own.base = mine.base;
     own.size = bytes;
     own.allocation = allocation->id;
-    own.local = static_cast<std::byte*>(mine->memory.address());
+    own.local = reinterpret_cast<std::byte*>(mine.base);
     std::lock_guard guard(progress_.mutex());
     regions_.insert(peers_.rank(), own);
   }
-  RecordWriter record;
-  record.add_string(failure);
-  record.add<std::uint64_t>(allocation->id);
-  record.add<std::uint64_t>(mine ? reinterpret_cast<std::uintptr_t>(mine->memory.address()) : 0);
-  record.add<std::uint64_t>(mine ? bytes : 0);
-  record.add<std::uint64_t>(my_segment);
-  record.add<std::uint64_t>(mine ? mine->memory.size() : 0);
-  record.add<std::uint8_t>(made ? 1 : 0);
-  // Keys go with new segments only: the holders keep those of spare ones.
-  record.add_bytes(made ? std::span<const std::byte>(mine->packed_key) : std::span<const std::byte>());
-  record.add<std::uint64_t>(spare_bytes_);
-  record.add<std::uint8_t>(short_of_shm ? 1 : 0);
-  record.add<std::uint8_t>(network_memory ? 1 : 0);
-  record.add_string(made ? std::string_view(mine->memory.name()) : std::string_view());
-  std::vector<std::vector<std::byte>> records;
+  std::vector<std::optional<PartRecord>> parts;
   try {
-    records = members ? members->exchange(record.bytes) : exchange_(record.bytes);
+    parts = PartRecord::decode_all(members ? members->exchange(mine.encode()) : exchange_(mine.encode()));
   } catch (const std::exception& e) {
     // A peer's death is the likelier cause of a failed exchange: say so.
     probe_liveness();
     fail(call, "allocating %zu bytes failed: %s", bytes, e.what());
   }
-
-  std::string failures;
-  bool any_made = false, any_spares = false, only_short = true;
-  std::vector<bool> short_nodes(static_cast<std::size_t>(peers_.node_count()), false);
-  for (std::size_t r = 0; r < records.size(); ++r) {
-    if (records[r].empty()) continue;  // outside the group
-    RecordReader in(records[r]);
-    const std::string text = in.take_string();
-    for (int skip = 0; skip < 5; ++skip) in.take<std::uint64_t>();
-    any_made |= in.take<std::uint8_t>() != 0;
-    in.take_bytes();
-    any_spares |= in.take<std::uint64_t>() != 0;
-    const bool was_short = in.take<std::uint8_t>() != 0;
-    if (text.empty()) continue;
-    if (was_short) short_nodes[static_cast<std::size_t>(peers_.node_of(static_cast<int>(r)))] = true;
-    else only_short = false;
-    if (!failures.empty()) failures += "; ";
-    failures += text;
-  }
-  if (!failures.empty()) {
-    if (mine) {
-      std::lock_guard guard(progress_.mutex());
-      regions_.erase(peers_.rank(), own_base);
+  if (std::string failures = joined_failures(parts); !failures.empty()) {
+    if (mine.segment != 0) {
+      {
+        std::lock_guard guard(progress_.mutex());
+        regions_.erase(peers_.rank(), mine.base);
+      }
+      give_back_segment(mine.segment, mine.new_segment);
     }
-    if (my_segment != 0) give_back_segment(my_segment, made);
-    if (may_retry && any_spares) {
+    if (retry_after_failure(call, bytes, parts, may_retry, may_fall_back, fall_back, failures)) {
       allocating_ = 0;
       return std::nullopt;
-    }
-    // Every rank decides from the same records, so all fall back or none.
-    const bool network = progress_.has_network();
-    if (may_fall_back && only_short && shm_fallback_ != ShmFallback::error && network) {
-      allocating_ = 0;
-      fall_back = std::move(short_nodes);
-      warn_fall_back(call, bytes, fall_back, records);
-      return std::nullopt;
-    }
-    // Why it did not fall back, when it might have.
-    if (only_short && fall_back.empty()) {
-      if (shm_fallback_ == ShmFallback::error)
-        failures += " (ARMCI_SHM_FALLBACK=error: no fallback to network memory)";
-      else if (!network)
-        failures += " (no fallback to network memory, ARMCI_SHM_FALLBACK=network: no network layer runs in this "
-                    "job, whose ranks all share memory)";
     }
     // Every rank read the same records: the failure is theirs, not a death.
     // (A neighbour that failed first may be gone already; probing here
@@ -522,46 +454,28 @@ std::optional<std::vector<void*>> Memory::try_allocate(const char* call, std::si
   std::vector<std::byte*> local(n, nullptr);
   std::vector<bool> network_regions(n, false);
   std::vector<std::string> names(n);
+  bool any_made = false;
   for (int r = 0; r < peers_.size(); ++r) {
     const auto i = static_cast<std::size_t>(r);
-    if (records[i].empty()) continue;  // outside the group
-    RecordReader in(records[i]);
-    read_part_head(in, *allocation, i);
-    allocation->segments[i] = in.take<std::uint64_t>();
-    const auto capacity = in.take<std::uint64_t>();
-    const bool new_segment = in.take<std::uint8_t>() != 0;
-    auto key = in.take_bytes();
-    in.take<std::uint64_t>();  // spare bytes
-    in.take<std::uint8_t>();   // short of /dev/shm
-    const bool network_part = in.take<std::uint8_t>() != 0;
-    names[i] = in.take_string();
-    if (allocation->sizes[i] == 0) continue;
+    if (!parts[i]) continue;  // outside the group
+    const PartRecord& part = *parts[i];
+    take_part(*allocation, i, part);
+    allocation->segments[i] = part.segment;
+    names[i] = part.name;
+    any_made |= part.new_segment;
+    if (part.bytes == 0) continue;
     // A neighbour's part in its private memory: reached through the
     // network layer by its key, like a network peer's (self copies its own).
-    network_regions[i] = network_part && peers_.kind(r) == PeerKind::shared_memory;
-    const std::pair<int, std::uint64_t> which{r, allocation->segments[i]};
-    if (new_segment) {
-      PeerSegment& reached = peer_segments_[which];
-      if (peers_.kind(r) == PeerKind::shared_memory && !network_part)
-        reached.mapped = platform::SharedSegment::attach(names[i], capacity);
-      // With a network every rank packs a key, and every key is unpacked:
-      // self's and neighbours' too, for network atomics.
-      if (!key.empty())
-        reached.key = progress_.with_network([&](platform::Network& net) { return net.unpack_remote_key(r, key); });
-    }
-    auto found = peer_segments_.find(which);
-    if (found == peer_segments_.end()) {
-      if (peers_.kind(r) == PeerKind::self) continue;  // self needs no key without a network
-      fail(call, "rank %d's part reuses its segment %llu, which this rank never reached", r,
-           static_cast<unsigned long long>(allocation->segments[i]));
-    }
-    allocation->keys[i] = found->second.key;
+    network_regions[i] = part.network_memory && peers_.kind(r) == PeerKind::shared_memory;
+    const PeerSegment* reached = reach_part(call, r, part);
+    if (reached == nullptr) continue;
+    allocation->keys[i] = reached->key;
     if (peers_.kind(r) == PeerKind::shared_memory && !network_regions[i])
-      local[i] = static_cast<std::byte*>(found->second.mapped.address());
+      local[i] = static_cast<std::byte*>(reached->mapped.address());
   }
-  if (mine) {
-    local[static_cast<std::size_t>(peers_.rank())] = static_cast<std::byte*>(mine->memory.address());
-    allocation->own_key = mine->packed_key;
+  if (mine.segment != 0) {
+    local[static_cast<std::size_t>(peers_.rank())] = reinterpret_cast<std::byte*>(mine.base);
+    allocation->own_key = own_segments_.at(mine.segment).packed_key;
   }
   // Every neighbour has mapped a new segment once all have passed this
   // point; then its name can go, so a crash leaves nothing behind in
@@ -570,11 +484,65 @@ std::optional<std::vector<void*>> Memory::try_allocate(const char* call, std::si
   if (any_made) {
     if (members) members->barrier();
     else barrier_();
-    if (made) own_segments_.at(my_segment).memory.unlink();
+    if (mine.new_segment) own_segments_.at(mine.segment).memory.unlink();
   }
   warn_outside_shm(names);
   allocating_ = 0;
+  return publish(std::move(allocation), local, network_regions, mine.base);
+}
 
+bool Memory::retry_after_failure(const char* call, std::size_t bytes, const std::vector<std::optional<PartRecord>>& parts,
+                                 bool may_retry, bool may_fall_back, std::vector<bool>& fall_back,
+                                 std::string& failures) {
+  bool any_spares = false, only_short = true;
+  std::vector<bool> short_nodes(static_cast<std::size_t>(peers_.node_count()), false);
+  for (std::size_t r = 0; r < parts.size(); ++r) {
+    if (!parts[r]) continue;
+    any_spares |= parts[r]->spare_bytes != 0;
+    if (parts[r]->failure.empty()) continue;
+    if (parts[r]->short_of_shm) short_nodes[static_cast<std::size_t>(peers_.node_of(static_cast<int>(r)))] = true;
+    else only_short = false;
+  }
+  if (may_retry && any_spares) return true;
+  // Every rank decides from the same records, so all fall back or none.
+  const bool network = progress_.has_network();
+  if (may_fall_back && only_short && shm_fallback_ != ShmFallback::error && network) {
+    fall_back = std::move(short_nodes);
+    warn_fall_back(call, bytes, fall_back, parts);
+    return true;
+  }
+  // Why it did not fall back, when it might have.
+  if (only_short && fall_back.empty()) {
+    if (shm_fallback_ == ShmFallback::error)
+      failures += " (ARMCI_SHM_FALLBACK=error: no fallback to network memory)";
+    else if (!network)
+      failures += " (no fallback to network memory, ARMCI_SHM_FALLBACK=network: no network layer runs in this "
+                  "job, whose ranks all share memory)";
+  }
+  return false;
+}
+
+const Memory::PeerSegment* Memory::reach_part(const char* call, int rank, const PartRecord& part) {
+  const std::pair<int, std::uint64_t> which{rank, part.segment};
+  if (part.new_segment) {
+    PeerSegment& reached = peer_segments_[which];
+    if (peers_.kind(rank) == PeerKind::shared_memory && !part.network_memory)
+      reached.mapped = platform::SharedSegment::attach(part.name, part.capacity);
+    // With a network every rank packs a key, and every key is unpacked:
+    // self's and neighbours' too, for network atomics.
+    if (!part.key.empty())
+      reached.key = progress_.with_network([&](platform::Network& net) { return net.unpack_remote_key(rank, part.key); });
+  }
+  auto found = peer_segments_.find(which);
+  if (found != peer_segments_.end()) return &found->second;
+  if (peers_.kind(rank) == PeerKind::self) return nullptr;  // self needs no key without a network
+  fail(call, "rank %d's part reuses its segment %llu, which this rank never reached", rank,
+       static_cast<unsigned long long>(part.segment));
+}
+
+std::vector<void*> Memory::publish(std::unique_ptr<Allocation> allocation, const std::vector<std::byte*>& local,
+                                   const std::vector<bool>& network_regions, std::uintptr_t own_base) {
+  const auto n = static_cast<std::size_t>(peers_.size());
   std::vector<void*> bases(n);
   bool any_part = false;
   for (std::size_t size : allocation->sizes) any_part |= size > 0;

@@ -34,28 +34,17 @@
 
 namespace armci {
 
+struct PartRecord;
+
 // Synchronisation state each rank exposes to the others; in node-shared
 // memory where neighbours map it, registered with the network otherwise.
 struct ControlBlock {
   static constexpr int kBarrierRounds = 32;
-  static constexpr int kAccStripes = 64;
   // Round k of the dissemination barrier: the epoch the round's partner
   // reached. One writer per word, so a plain store (or put) is enough.
   std::atomic<std::uint64_t> barrier[kBarrierRounds];
-  // Stripes of the target's memory (by 4 KiB page) that an Acc holds while
-  // it applies: the target's own message handler and node neighbours take
-  // the same locks, so Accs stay atomic per element whoever applies them.
-  std::atomic<std::uint32_t> acc_lock[kAccStripes];
+  AccStripes acc;
 };
-
-// The Acc stripes covering a range, taken (returned as a mask) and given
-// back: a strided Acc holds them once over its extent, not once per piece.
-std::uint64_t lock_acc_stripes(ControlBlock& control, std::uintptr_t target_address, std::size_t bytes);
-void unlock_acc_stripes(ControlBlock& control, std::uint64_t stripes);
-// dst += scale * src under the Acc stripes of `control` (the target's block)
-// that cover [target_address, target_address + bytes).
-void apply_acc_locked(ControlBlock& control, int datatype, const AccScale& scale, void* dst, const void* src,
-                      std::size_t bytes, std::uintptr_t target_address);
 
 // One collective allocation: every rank's part, as this process reaches it.
 struct Allocation {
@@ -246,7 +235,21 @@ class Memory {
   // Says once per process, on the lowest member rank of each node that
   // falls back, that its parts now travel through the network layer.
   void warn_fall_back(const char* call, std::size_t bytes, const std::vector<bool>& nodes,
-                      const std::vector<std::vector<std::byte>>& records);
+                      const std::vector<std::optional<PartRecord>>& parts);
+  // This rank's part of a try: a segment taken (spare or new) or why not.
+  PartRecord make_own_part(std::uint64_t id, std::size_t bytes, const std::vector<bool>& mask, bool network_memory);
+  // After a try that some rank failed: true when it is worth another (spare
+  // segments to give back, or, with may_fall_back, ranks short of /dev/shm:
+  // fall_back then says by node where the next try makes network memory);
+  // false adds to failures why no fallback was taken.
+  bool retry_after_failure(const char* call, std::size_t bytes, const std::vector<std::optional<PartRecord>>& parts,
+                           bool may_retry, bool may_fall_back, std::vector<bool>& fall_back, std::string& failures);
+  // Rank's segment as this process reaches it (mapped and unpacked when
+  // the part is in a new one); nullptr for self without a network.
+  const PeerSegment* reach_part(const char* call, int rank, const PartRecord& part);
+  // The allocation into the region table and the allocations; its bases.
+  std::vector<void*> publish(std::unique_ptr<Allocation> allocation, const std::vector<std::byte*>& local,
+                             const std::vector<bool>& network_regions, std::uintptr_t own_base);
   // Collective: every spare segment whose holders all take part goes, and
   // the holders' mappings and keys of it, so its /dev/shm is free again.
   void release_spares(const Members* members);

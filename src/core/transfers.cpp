@@ -81,7 +81,7 @@ void Transfers::handle_acc(int source, std::span<const std::byte> header, std::s
           source, header, payload,
           [this](std::uintptr_t address, std::size_t bytes) { return memory_.find_own(address, bytes); }, acc))
     fail(p.call, "%s", p.message);
-  apply_acc_locked(memory_.own_control(), acc.datatype, acc.scale, acc.to, acc.data.data(), acc.data.size(),
+  apply_acc_locked(memory_.own_control().acc, acc.datatype, acc.scale, acc.to, acc.data.data(), acc.data.size(),
                    acc.address);
   parts_.messages.send_ack(source, parts_.acc_kind, acc.token);
 }

@@ -168,7 +168,7 @@ void VectorMessages::handle_put_or_acc(int source, bool is_acc, std::span<const 
     fail(p.call, "%s", p.message);
   incoming::for_each_vector_piece(kind, payload, message.count, find_own_, [&](const incoming::VectorPiece& piece) {
     if (is_acc)
-      apply_acc_locked(memory_.own_control(), message.datatype, message.scale, piece.at, piece.data.data(),
+      apply_acc_locked(memory_.own_control().acc, message.datatype, message.scale, piece.at, piece.data.data(),
                        piece.length, piece.address);
     else if (piece.length != 0)
       std::memcpy(piece.at, piece.data.data(), piece.length);

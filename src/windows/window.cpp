@@ -14,7 +14,6 @@
 #include <cstring>
 
 #include "src/core/completion.hpp"
-#include "src/core/copy.hpp"
 #include "src/core/error.hpp"
 #include "src/core/memory.hpp"
 #include "src/core/progress.hpp"
@@ -76,14 +75,17 @@ Window::Window(const char* call, WindowParts parts, const Group& group, void* ba
                                          readers_offset(0), parts_.lock_migrate, parts_.lock_migrate_after},
                                cpu_locks_);
   if (locking_->kind() == protocols::WinLockKind::hybrid) members.barrier();  // every C parked before a lock
-  mapped_.assign(un, nullptr);
+  node_regions_.assign(un, Region{});
   for (int r = 0; r < n; ++r) {
     // Only memory the window owns: a window made on the application's
     // ARMCI_Malloc memory keeps Transfers' lookup, which refuses an access
     // after that memory was freed instead of writing into a stale mapping.
     const Target& t = targets_[static_cast<std::size_t>(r)];
+    Region& region = node_regions_[static_cast<std::size_t>(r)];
+    region.base = t.base;
+    region.size = t.bytes;
     if (allocate && t.bytes > 0)
-      mapped_[static_cast<std::size_t>(r)] =
+      region.local =
           parts_.memory.local_mapping(call, "base", world(r), reinterpret_cast<const void*>(t.base), t.bytes);
   }
   locks_.assign(static_cast<std::size_t>(n), WinLock::none);
@@ -190,17 +192,18 @@ void Window::contiguous(const char* call, Op op, const AccArgs* acc, const void*
   if (hold_ops_) [[unlikely]]
     if (hold(call, op, acc, local, bytes, rank, remote)) return;
   const auto t = static_cast<std::size_t>(rank);
-  if (op != Op::acc && mapped_[t] != nullptr && (op == Op::get || parts_.reorder == WinReorder::none)) [[likely]] {
-    // A node neighbour (or self): the copy Transfers would make, without
-    // its region lookup. Done when it returns, so it needs no completion;
-    // only a write that overlaps an unfinished one of another kind waits.
-    std::byte* at = mapped_[t] + (remote - targets_[t].base);
+  const Region& region = node_regions_[t];
+  if (op != Op::acc && region.local != nullptr && (op == Op::get || parts_.reorder == WinReorder::none)) [[likely]] {
+    // A node neighbour (or self). Done when it returns, so it needs no
+    // completion; only a write that overlaps an unfinished one of another
+    // kind waits.
+    auto* remote_ptr = reinterpret_cast<void*>(remote);
     if (op == Op::get) {
-      copy_bytes(const_cast<void*>(local), at, bytes);
+      copy_same_node(op, region, remote_ptr, const_cast<void*>(local), bytes);
       return;
     }
     if (issued_[t]) note_write(call, rank, write_kind(op, acc, bytes, false), remote, bytes);
-    copy_bytes(at, local, bytes);
+    copy_same_node(op, region, local, remote_ptr, bytes);
     // CPU lock words and flags are released after it (the release orders
     // the copy); a network word needs the order that unlock and fence
     // give what they issued.

@@ -322,11 +322,11 @@ class Window {
   WindowParts parts_;
   Group group_;  // a copy: the window outlives the caller's group handle
   std::vector<Target> targets_;
-  // Per target: this process's mapping of its window memory (a node
-  // neighbour or self, as the region table maps it; windows from
-  // ARMCI_Win_allocate only), nullptr otherwise. Puts and gets there are
-  // copies made here, done when they return.
-  std::vector<std::byte*> mapped_;
+  // Per target: its window memory as the region table maps it (a node
+  // neighbour or self; windows from ARMCI_Win_allocate only), local nullptr
+  // otherwise. Puts and gets there are put/shm/copy and get/shm/copy, made
+  // without the table's lookup, done when they return.
+  std::vector<Region> node_regions_;
   std::unique_ptr<Allocation> control_;
   std::unique_ptr<WindowLocks> locking_;  // the kind chosen at creation (locks.hpp)
   void* allocated_ = nullptr;  // allocate: this rank's part, released at free

@@ -99,13 +99,13 @@ const Protocol shm_locked{
       const auto extent = static_cast<std::size_t>(strided::extent(l.dst_stride, l.count, l.levels));
       std::byte* d = parts.memory.local_mapping(call.name, "dst_ptr", call.proc, l.dst, extent);
       if (d == nullptr) return start_pieces(parts, call, l);
-      ControlBlock& control = *parts.memory.control(call.proc);
-      const std::uint64_t stripes = lock_acc_stripes(control, reinterpret_cast<std::uintptr_t>(l.dst), extent);
+      AccStripes& stripes = parts.memory.control(call.proc)->acc;
+      const std::uint64_t held = stripes.take(reinterpret_cast<std::uintptr_t>(l.dst), extent);
       strided::for_each_piece(l.src_stride, l.dst_stride, l.count, l.levels,
                               [&](std::int64_t so, std::int64_t dso, std::size_t bytes) {
                                 accumulate(call.acc->datatype, call.acc->scale, d + dso, l.src + so, bytes);
                               });
-      unlock_acc_stripes(control, stripes);
+      stripes.give_back(held);
     }};
 
 // ---------------------------------------------------------------- net/vector-msg
