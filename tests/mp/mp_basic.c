@@ -127,6 +127,7 @@ static void test_get_sizes(void) {
  * parts are empty. */
 static void **gather_on_rank0(void *row, size_t row_bytes) {
   void **table = mp_alloc_all(mp_me == 0 ? row_bytes * (size_t)mp_np : 0);
+  ARMCI_Barrier(); /* rank 0 has zeroed its part */
   MP_CHECK_INT(0, ARMCI_Put(row, (char *)table[0] + (size_t)mp_me * row_bytes, (int)row_bytes, 0));
   ARMCI_AllFence();
   ARMCI_Barrier();

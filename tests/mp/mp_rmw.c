@@ -304,10 +304,7 @@ static void test_mutexes(void) {
   size_t nblocks = (size_t)mp_np * MAXMUTEX;
   void **base = mp_alloc_all(sizeof(block_t) * nblocks);
   block_t *mine = base[mp_me];
-  for (size_t i = 0; i < nblocks; i++) {
-    memset(&mine[i], 0, sizeof(block_t));
-    mine[i].holder = -1;
-  }
+  for (size_t i = 0; i < nblocks; i++) mine[i].holder = -1;
   MP_CHECK_INT(0, ARMCI_Create_mutexes(mutexes_of(mp_me)));
   ARMCI_Barrier();
 
@@ -411,7 +408,6 @@ static void test_notify(void) {
   size_t bytes = off_fbox + FLAG_BYTES;
   void **base = mp_alloc_all(bytes);
   char *mine = base[mp_me];
-  memset(mine, 0, bytes);
   unsigned char *src = malloc(FLAG_BYTES);
   ARMCI_Barrier();
 
