@@ -129,7 +129,11 @@ typedef void (*mp_case_t)(void);
  * finalizing while another still works on the last case. */
 static inline int mp_run_cases(int argc, char **argv, const char *name, const mp_case_t *cases, size_t n) {
   mp_init(&argc, &argv);
-  for (size_t i = 0; i < n; i++) cases[i]();
+  for (size_t i = 0; i < n; i++) {
+    mp_where[0] = 0; /* a case that fails early must not show the last one's place */
+    cases[i]();
+  }
+  mp_set_where("%s", "the barrier and ARMCI_Finalize after the last case");
   ARMCI_Barrier();
   return mp_finish(name);
 }
