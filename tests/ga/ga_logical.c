@@ -4,24 +4,9 @@
  * cluster queries (GA_Cluster_nnodes, _nodeid, _nprocs of a node and of -1,
  * _procid, _proc_nodeid) and NGA_Select_elem. Every value is checked
  * against what this rank computes. Prints PASS like the tests in tests/mp. */
-#include <mpi.h>
-#include <stdio.h>
 #include <stdlib.h>
 
-#include "ga.h"
-#include "macdecls.h"
-
-static int me, np;
-
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    if (!(cond)) {                                         \
-      fprintf(stderr, "FAIL ga_logical rank %d: ", me);    \
-      fprintf(stderr, __VA_ARGS__);                        \
-      fprintf(stderr, "\n");                               \
-      GA_Error("ga_logical check failed", 1);              \
-    }                                                      \
-  } while (0)
+#include "ga_test.h"
 
 /* Element k: every rank non-zero, all zero, rank 0 alone zero, rank 0 alone
  * non-zero, each rank its own bit. */
@@ -53,25 +38,25 @@ static void reductions(void) {
     int xi[5];
     long xl[5];
     long long xll[5];
-    for (int k = 0; k < 5; ++k) xi[k] = (int)value(me, k), xl[k] = value(me, k), xll[k] = value(me, k);
+    for (int k = 0; k < 5; ++k) xi[k] = (int)value(ga_me, k), xl[k] = value(ga_me, k), xll[k] = value(ga_me, k);
     GA_Igop(xi, 5, (char *)ops[o]);
     GA_Lgop(xl, 5, (char *)ops[o]);
     GA_Llgop(xll, 5, (char *)ops[o]);
     for (int k = 0; k < 5; ++k) {
-      const long want = fold(ops[o], k, 0, np);
+      const long want = fold(ops[o], k, 0, ga_np);
       CHECK(xi[k] == want && xl[k] == want && xll[k] == want, "op %s element %d: int %d long %ld long long %lld, expected %ld",
             ops[o], k, xi[k], xl[k], xll[k], want);
     }
   }
   /* The upper half as a process group (armci_msg_group_igop). */
-  const int first = np / 2, count = np - np / 2;
+  const int first = ga_np / 2, count = ga_np - ga_np / 2;
   int *list = malloc(sizeof(int) * (size_t)count);
   for (int k = 0; k < count; ++k) list[k] = first + k;
   const int grp = GA_Pgroup_create(list, count);
-  if (me >= first) {
+  if (ga_me >= first) {
     for (int o = 0; o < 4; ++o) {
       int xi[5];
-      for (int k = 0; k < 5; ++k) xi[k] = (int)value(me, k);
+      for (int k = 0; k < 5; ++k) xi[k] = (int)value(ga_me, k);
       GA_Pgroup_igop(grp, xi, 5, (char *)ops[o]);
       for (int k = 0; k < 5; ++k)
         CHECK(xi[k] == fold(ops[o], k, first, count), "group op %s element %d: %d, expected %ld", ops[o], k, xi[k],
@@ -84,7 +69,7 @@ static void reductions(void) {
 
 static void cluster(void) {
   const int nodes = GA_Cluster_nnodes(), node = GA_Cluster_nodeid();
-  CHECK(nodes >= 1 && nodes <= np && node >= 0 && node < nodes, "node %d of %d", node, nodes);
+  CHECK(nodes >= 1 && nodes <= ga_np && node >= 0 && node < nodes, "node %d of %d", node, nodes);
   CHECK(GA_Cluster_nprocs(-1) == GA_Cluster_nprocs(node), "GA_Cluster_nprocs(-1) %d, of my node %d",
         GA_Cluster_nprocs(-1), GA_Cluster_nprocs(node));
   int total = 0, seen_me = 0;
@@ -94,18 +79,18 @@ static void cluster(void) {
     for (int l = 0; l < size; ++l) {
       const int p = GA_Cluster_procid(n, l);
       CHECK(GA_Cluster_proc_nodeid(p) == n, "process %d: node %d, expected %d", p, GA_Cluster_proc_nodeid(p), n);
-      seen_me += p == me;
+      seen_me += p == ga_me;
     }
     total += size;
   }
-  CHECK(total == np && seen_me == 1, "nodes hold %d processes, me %d times", total, seen_me);
+  CHECK(total == ga_np && seen_me == 1, "nodes hold %d processes, me %d times", total, seen_me);
 }
 
 static void select_elem(void) {
-  int dims[1] = {10 * np}, chunk[1] = {-1};
+  int dims[1] = {10 * ga_np}, chunk[1] = {-1};
   const int g = NGA_Create(C_DBL, 1, dims, "sel", chunk);
   CHECK(g != 0, "NGA_Create");
-  if (me == 0) {
+  if (ga_me == 0) {
     double v[10 * 64];
     for (int i = 0; i < dims[0]; ++i) v[i] = (i * 37) % dims[0] - 5;
     int lo[1] = {0}, hi[1] = {dims[0] - 1}, ld[1] = {1};
@@ -122,17 +107,10 @@ static void select_elem(void) {
 }
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
-  GA_Initialize();
-  CHECK(MA_init(C_DBL, 100000, 100000), "MA_init");
-  me = GA_Nodeid();
-  np = GA_Nnodes();
-  CHECK(np <= 64, "np %d", np);
+  ga_start(&argc, &argv, "ga_logical", 100000);
+  CHECK(ga_np <= 64, "np %d", ga_np);
   reductions();
   cluster();
   select_elem();
-  GA_Terminate();
-  MPI_Finalize();
-  printf("PASS ga_logical rank %d\n", me);
-  return 0;
+  return ga_pass();
 }

@@ -108,88 +108,97 @@ shm_case() {  # runs inside the private namespace: MiB, then the job's arguments
 }
 export -f shm_case job
 export work mpirun bindir
+
+# in_small_shm [norecovery] MIB JOB-ARGS...: the job in a private /dev/shm of
+# MIB MiB (what it leaves there in $work/left); sets rc.
+in_small_shm() {
+  local NO_RECOVERY=
+  [ "$1" = norecovery ] && { NO_RECOVERY=1; shift; }
+  NO_RECOVERY=$NO_RECOVERY unshare -m bash -c "shm_case $*"
+  rc=$?
+}
+# The first thing wrong with a job of NP ranks that had to work (with
+# "moved", every rank moved its data too), or nothing.
+not_worked() {
+  if [ $rc -ne 0 ] || [ "$(grep -c '^PASS mp_faults' "$work/out")" -ne "$1" ]; then echo "exit status $rc"
+  elif [ "${2:-}" = moved ] && [ "$(grep -c '^moved rank' "$work/out")" -ne "$1" ]; then
+    echo "not every rank moved its data"
+  elif [ -s "$work/left" ]; then echo "left in /dev/shm: $(tr '\n' ' ' <"$work/left")"
+  fi
+}
+# The first thing wrong with a job whose ARMCI_Malloc had to fail on N ranks,
+# each printing an error that matches PATTERN and gives the space left and
+# SETTING, or nothing.
+not_refused() {
+  local nerr
+  nerr=$(grep -c "$2" "$work/err")
+  if [ $rc -ge 124 ]; then echo "not over within 60 s"
+  elif [ "$nerr" -ne "$1" ]; then echo "$nerr of $1 ranks printed the ARMCI_Malloc error"
+  elif ! grep -q "bytes free" "$work/err" || ! grep -q "$3" "$work/err"; then
+    echo "the error does not give the space left and the setting"
+  elif [ -s "$work/left" ]; then echo "left in /dev/shm: $(tr '\n' ' ' <"$work/left")"
+  fi
+}
+# judge NAME [WHAT-IS-WRONG]: PASS when nothing is wrong.
+judge() { if [ -n "${2:-}" ]; then bad "$1" "$2"; else ok "$1"; fi; }
+
 if ! want_part 1; then :
 elif ! unshare -m true 2>/dev/null; then
   bad "shm-full" "unshare -m is not permitted here (needs root or user namespaces); cannot test a full /dev/shm"
 else
-  NO_RECOVERY=1 unshare -m bash -c "shm_case 1 job 4 120 ARMCI_SHM=1 -- $bindir/mp_faults fallback 20480 256"
-  rc=$?
-  name="shm-full np=4, one node, default fallback (2 x 20 MiB in a 1 MiB /dev/shm): memory files, data checked"
-  if [ $rc -ne 0 ] || [ "$(grep -c '^PASS mp_faults' "$work/out")" -ne 4 ]; then bad "$name" "exit status $rc"
-  elif [ "$(grep -c '^moved rank' "$work/out")" -ne 4 ]; then bad "$name" "not every rank moved its data"
-  elif [ "$(grep -c 'shared segments are made outside it' "$work/err")" -ne 1 ]; then
-    bad "$name" "the fallback was not said exactly once"
-  elif [ -s "$work/left" ]; then bad "$name" "left in /dev/shm: $(tr '\n' ' ' <"$work/left")"
-  else ok "$name"; fi
+  in_small_shm norecovery 1 job 4 120 ARMCI_SHM=1 -- "$bindir/mp_faults" fallback 20480 256
+  why=$(not_worked 4 moved)
+  if [ -z "$why" ] && [ "$(grep -c 'shared segments are made outside it' "$work/err")" -ne 1 ]; then
+    why="the fallback was not said exactly once"
+  fi
+  judge "shm-full np=4, one node, default fallback (2 x 20 MiB in a 1 MiB /dev/shm): memory files, data checked" "$why"
   for np in 2 4; do
     # 4 ranks x 3 MiB: the first ranks fit in 8 MiB, the last do not.
     kib=$((np == 2 ? 16384 : 3072))
     # With recovery, so that the launcher does not end the other ranks
     # before they print (and its exit status is 0 then: the lines count).
-    unshare -m bash -c "shm_case 8 job $np 60 ARMCI_SHM=1 ARMCI_SHM_FALLBACK=error -- $bindir/mp_faults alloc 256 $kib"
-    rc=$?
-    name="shm-full np=$np (${kib} KiB per rank in an 8 MiB /dev/shm)"
-    nerr=$(grep -c "ARMCI_Malloc: allocating $((kib * 1024)) bytes failed: rank [0-9]* could not reserve" "$work/err")
-    if [ $rc -ge 124 ]; then bad "$name" "not over within 60 s"
-    elif grep -q "^PASS" "$work/out"; then bad "$name" "a rank ended normally"
-    elif [ "$(grep -c '^allocated 256 KiB' "$work/out")" -ne $np ]; then bad "$name" "the allocation that fits failed"
-    elif grep -q "^allocated $kib KiB" "$work/out"; then bad "$name" "a rank returned from the failed ARMCI_Malloc"
-    elif [ "$nerr" -ne $np ]; then bad "$name" "$nerr of $np ranks printed the ARMCI_Malloc error"
-    elif ! grep -q "bytes free" "$work/err" || ! grep -q "ARMCI_SHM=0" "$work/err"; then
-      bad "$name" "the error does not give the space left and the setting"
-    elif [ -s "$work/left" ]; then bad "$name" "left in /dev/shm: $(tr '\n' ' ' <"$work/left")"
-    else ok "$name"; fi
+    in_small_shm 8 job $np 60 ARMCI_SHM=1 ARMCI_SHM_FALLBACK=error -- "$bindir/mp_faults" alloc 256 $kib
+    if grep -q "^PASS" "$work/out"; then why="a rank ended normally"
+    elif [ "$(grep -c '^allocated 256 KiB' "$work/out")" -ne $np ]; then why="the allocation that fits failed"
+    elif grep -q "^allocated $kib KiB" "$work/out"; then why="a rank returned from the failed ARMCI_Malloc"
+    else why=$(not_refused $np "ARMCI_Malloc: allocating $((kib * 1024)) bytes failed: rank [0-9]* could not reserve" "ARMCI_SHM=0")
+    fi
+    judge "shm-full np=$np (${kib} KiB per rank in an 8 MiB /dev/shm)" "$why"
   done
   # The first part (400 KiB a rank) stays spare after ARMCI_Free
   # (ARMCI_MALLOC_KEEP, capped by a share of the free /dev/shm); the second
   # (3700 KiB a rank) fits only once the spares are given back (it fails
   # when they are not: checked by hand with the release left out).
-  NO_RECOVERY=1 unshare -m bash -c "shm_case 8 job 2 60 ARMCI_SHM=1 ARMCI_SHM_FALLBACK=error -- $bindir/mp_faults allocfree 400 3700"
-  rc=$?
-  name="shm-full: spare segments given back for an allocation that needs their room"
-  if [ $rc -ne 0 ] || [ "$(grep -c '^PASS mp_faults' "$work/out")" -ne 2 ]; then bad "$name" "exit status $rc"
-  elif [ "$(grep -c '^allocated 3700 KiB' "$work/out")" -ne 2 ]; then bad "$name" "the data was not read back on every rank"
-  elif [ -s "$work/left" ]; then bad "$name" "left in /dev/shm: $(tr '\n' ' ' <"$work/left")"
-  else ok "$name"; fi
+  in_small_shm norecovery 8 job 2 60 ARMCI_SHM=1 ARMCI_SHM_FALLBACK=error -- "$bindir/mp_faults" allocfree 400 3700
+  why=$(not_worked 2)
+  if [ -z "$why" ] && [ "$(grep -c '^allocated 3700 KiB' "$work/out")" -ne 2 ]; then
+    why="the data was not read back on every rank"
+  fi
+  judge "shm-full: spare segments given back for an allocation that needs their room" "$why"
   mixed="ARMCI_SHM=1 ARMCI_VNODE_SIZE=2 ARMCI_NETWORK=ucx"
-  NO_RECOVERY=1 unshare -m bash -c "shm_case 32 job 4 120 $mixed ARMCI_SHM_FALLBACK=network -- $bindir/mp_faults fallback 20480 256"
-  rc=$?
-  name="shm-fallback np=4 (2 x 20 MiB on one virtual node in a 32 MiB /dev/shm): network memory, data checked"
+  # shellcheck disable=SC2086
+  in_small_shm norecovery 32 job 4 120 $mixed ARMCI_SHM_FALLBACK=network -- "$bindir/mp_faults" fallback 20480 256
+  why=$(not_worked 4 moved)
   nwarn=$(grep -c "rank 0: ARMCI_Malloc: /dev/shm is too small for this node's parts (20971520 bytes here)" "$work/err")
-  if [ $rc -ne 0 ] || [ "$(grep -c '^PASS mp_faults' "$work/out")" -ne 4 ]; then bad "$name" "exit status $rc"
-  elif [ "$(grep -c '^moved rank' "$work/out")" -ne 4 ]; then bad "$name" "not every rank moved its data"
-  elif [ "$nwarn" -ne 1 ] || [ "$(grep -c 'is too small for this node' "$work/err")" -ne 1 ]; then
-    bad "$name" "not rank 0 alone said that its node fell back"
-  elif [ -s "$work/left" ]; then bad "$name" "left in /dev/shm: $(tr '\n' ' ' <"$work/left")"
-  else ok "$name"; fi
-  unshare -m bash -c "shm_case 32 job 4 60 $mixed ARMCI_SHM_FALLBACK=error -- $bindir/mp_faults fallback 20480 256"
-  rc=$?
-  name="shm-fallback=error np=4: ARMCI_Malloc fails on every rank"
-  nerr=$(grep -c "ARMCI_Malloc: allocating [0-9]* bytes failed: rank [01] could not reserve 20971520 bytes" "$work/err")
-  if [ $rc -ge 124 ]; then bad "$name" "not over within 60 s"
-  elif grep -q "^moved rank" "$work/out" || grep -q "^allocated" "$work/out"; then bad "$name" "a rank returned from the failed ARMCI_Malloc"
-  elif [ "$nerr" -ne 4 ]; then bad "$name" "$nerr of 4 ranks printed the ARMCI_Malloc error"
-  elif ! grep -q "bytes free" "$work/err" || ! grep -q "ARMCI_SHM_FALLBACK=error" "$work/err"; then
-    bad "$name" "the error does not give the space left and the setting"
-  elif [ -s "$work/left" ]; then bad "$name" "left in /dev/shm: $(tr '\n' ' ' <"$work/left")"
-  else ok "$name"; fi
+  if [ -z "$why" ] && { [ "$nwarn" -ne 1 ] || [ "$(grep -c 'is too small for this node' "$work/err")" -ne 1 ]; }; then
+    why="not rank 0 alone said that its node fell back"
+  fi
+  judge "shm-fallback np=4 (2 x 20 MiB on one virtual node in a 32 MiB /dev/shm): network memory, data checked" "$why"
+  # shellcheck disable=SC2086
+  in_small_shm 32 job 4 60 $mixed ARMCI_SHM_FALLBACK=error -- "$bindir/mp_faults" fallback 20480 256
+  if grep -q "^moved rank" "$work/out" || grep -q "^allocated" "$work/out"; then why="a rank returned from the failed ARMCI_Malloc"
+  else why=$(not_refused 4 "ARMCI_Malloc: allocating [0-9]* bytes failed: rank [01] could not reserve 20971520 bytes" "ARMCI_SHM_FALLBACK=error")
+  fi
+  judge "shm-fallback=error np=4: ARMCI_Malloc fails on every rank" "$why"
   # UCX's own posix segments do not fit (8, 16 MiB: it starts again
   # without them), or the start-up segments do not (17 MiB): the job works.
   for mib in 8 16 17; do
-    NO_RECOVERY=1 unshare -m bash -c "shm_case $mib job 4 120 $mixed -- $bindir/mp_faults fallback 20480 256"
-    rc=$?
-    name="virtual nodes over UCX in a $mib MiB /dev/shm: starts, data checked, nothing left"
-    if [ $rc -ne 0 ] || [ "$(grep -c '^PASS mp_faults' "$work/out")" -ne 4 ]; then bad "$name" "exit status $rc"
-    elif [ "$(grep -c '^moved rank' "$work/out")" -ne 4 ]; then bad "$name" "not every rank moved its data"
-    elif [ -s "$work/left" ]; then bad "$name" "left in /dev/shm: $(tr '\n' ' ' <"$work/left")"
-    else ok "$name"; fi
+    # shellcheck disable=SC2086
+    in_small_shm norecovery $mib job 4 120 $mixed -- "$bindir/mp_faults" fallback 20480 256
+    judge "virtual nodes over UCX in a $mib MiB /dev/shm: starts, data checked, nothing left" "$(not_worked 4 moved)"
   done
-  NO_RECOVERY=1 unshare -m bash -c "shm_case 1 job 3 60 ARMCI_SHM=1 -- $bindir/mp_faults alloc 64"
-  rc=$?
-  name="shm-only job in a 1 MiB /dev/shm"
-  if [ $rc -ne 0 ] || [ "$(grep -c '^PASS mp_faults' "$work/out")" -ne 3 ]; then bad "$name" "exit status $rc"
-  elif [ -s "$work/left" ]; then bad "$name" "left in /dev/shm: $(tr '\n' ' ' <"$work/left")"
-  else ok "$name"; fi
+  in_small_shm norecovery 1 job 3 60 ARMCI_SHM=1 -- "$bindir/mp_faults" alloc 64
+  judge "shm-only job in a 1 MiB /dev/shm" "$(not_worked 3)"
 fi
 
 # ------------------------------------------------------------------ 2. a rank dies
@@ -243,12 +252,16 @@ kill_rank1_in_mallocloop() {
   rc=$?
 }
 
+job_left() {  # what of the job whose pids are in $work/pids is still in /dev/shm
+  local pids
+  pids=$(cat "$work/pids"/rank.* 2>/dev/null | tr '\n' '|')
+  [ -n "$pids" ] && ls /dev/shm | grep -E "^armci-[0-9a-f]{16}-(${pids%|})-" || true
+}
 mkdir -p "$work/pids"
 want_part 3 && for round in 1 2 3; do
   rm -f "$work/pids"/*
   kill_rank1_in_mallocloop ARMCI_SHM=1
-  pids=$(cat "$work/pids"/rank.* 2>/dev/null | tr '\n' '|')
-  left=$(ls /dev/shm | grep -E "^armci-[0-9a-f]{16}-(${pids%|})-" || true)
+  left=$(job_left)
   name="rank 1 killed in a Malloc/Free loop (round $round)"
   if [ -z "$victim" ]; then bad "$name" "rank 1 never started"
   elif [ $rc -ge 124 ]; then bad "$name" "not over within 60 s"
@@ -256,18 +269,13 @@ want_part 3 && for round in 1 2 3; do
     # What a rank killed between making its segment and the others mapping
     # it leaves: armci_cleanup must remove it.
     "$tooldir/armci_cleanup" >/dev/null
-    left=$(ls /dev/shm | grep -E "^armci-[0-9a-f]{16}-(${pids%|})-" || true)
+    left=$(job_left)
     if [ -n "$left" ]; then bad "$name" "left in /dev/shm even after armci_cleanup: $left"
     else ok "$name (armci_cleanup removed what the killed rank left)"; fi
   else ok "$name"; fi
 done
 
 # ------------------------------------------------------------------ 4. return mode
-job_left() {  # what of the job whose pids are in $work/pids is still in /dev/shm
-  local pids
-  pids=$(cat "$work/pids"/rank.* 2>/dev/null | tr '\n' '|')
-  [ -n "$pids" ] && ls /dev/shm | grep -E "^armci-[0-9a-f]{16}-(${pids%|})-" || true
-}
 want_part 4 && for mode in $modes; do
   rm -f "$work/pids"/*
   # shellcheck disable=SC2086

@@ -6,30 +6,25 @@
  */
 #include "mp_common.h"
 
-static int me, np;
 
 enum { NEL = 5, ITERS = 200, GUARD = 2 };
 
-/* Type table: element size and how to turn a double into an element. */
-static size_t elem_size(int type) {
-  switch (type) {
-  case ARMCI_ACC_INT: return sizeof(int);
-  case ARMCI_ACC_LNG: return sizeof(long);
-  case ARMCI_ACC_FLT: return sizeof(float);
-  case ARMCI_ACC_DBL: return sizeof(double);
-  case ARMCI_ACC_CPL: return 2 * sizeof(float);
-  case ARMCI_ACC_DCP: return 2 * sizeof(double);
-  }
-  return 0;
-}
+/* The Acc types, indexed by their number in armci.h (ARMCI_ACC_INT is 0):
+ * name, element size, and whether an element is a complex pair. */
+static const struct {
+  const char *name;
+  size_t size;
+  int complex_pair;
+} acc_types[] = {
+    {"ARMCI_ACC_INT", sizeof(int), 0},        {"ARMCI_ACC_LNG", sizeof(long), 0},
+    {"ARMCI_ACC_FLT", sizeof(float), 0},      {"ARMCI_ACC_DBL", sizeof(double), 0},
+    {"ARMCI_ACC_CPL", 2 * sizeof(float), 1},  {"ARMCI_ACC_DCP", 2 * sizeof(double), 1},
+};
+#define NTYPES ((int)(sizeof acc_types / sizeof acc_types[0]))
+_Static_assert(NTYPES == ARMCI_ACC_DCP + 1, "one row per ARMCI_ACC_* type");
 
-static const char *type_name(int type) {
-  static const char *names[] = {"ARMCI_ACC_INT", "ARMCI_ACC_LNG", "ARMCI_ACC_FLT", "ARMCI_ACC_DBL",
-                                "ARMCI_ACC_CPL", "ARMCI_ACC_DCP"};
-  return names[type];
-}
-
-static int is_complex(int type) { return type == ARMCI_ACC_CPL || type == ARMCI_ACC_DCP; }
+static const char *type_name(int type) { return acc_types[type].name; }
+static int is_complex(int type) { return acc_types[type].complex_pair; }
 
 /* Stores component c (0: real or only, 1: imaginary) of element i. */
 static void store(int type, void *buf, int i, int c, double v) {
@@ -87,18 +82,17 @@ static void scale_value(int type, double *re, double *im) {
  * alternating scale 1 and the type's other scale. Guard elements on both
  * sides must stay untouched. */
 static void test_one_location(int type) {
-  const size_t es = elem_size(type);
-  const int target = type % np;
+  const size_t es = acc_types[type].size;
+  const int target = type % mp_np;
   const size_t bytes = es * (NEL + 2 * GUARD);
-  void **base = malloc(sizeof(void *) * (size_t)np);
-  MP_CHECK_INT(0, ARMCI_Malloc(base, (armci_size_t)bytes));
-  memset(base[me], 0x7F, bytes); /* guard value; NEL elements zeroed below */
-  memset((char *)base[me] + GUARD * es, 0, NEL * es);
+  void **base = mp_alloc_all(bytes);
+  memset(base[mp_me], 0x7F, bytes); /* guard value; NEL elements zeroed below */
+  memset((char *)base[mp_me] + GUARD * es, 0, NEL * es);
   ARMCI_Barrier();
 
   unsigned char src[NEL * 16], one[16], sc[16];
   for (int i = 0; i < NEL; i++)
-    for (int c = 0; c < 1 + is_complex(type); c++) store(type, src, i, c, src_value(type, me, i, c));
+    for (int c = 0; c < 1 + is_complex(type); c++) store(type, src, i, c, src_value(type, mp_me, i, c));
   double sre, sim;
   scale_value(type, &sre, &sim);
   store(type, one, 0, 0, 1.0);
@@ -115,13 +109,13 @@ static void test_one_location(int type) {
   ARMCI_AllFence();
   ARMCI_Barrier();
 
-  if (me == target) {
+  if (mp_me == target) {
     /* dst = (ITERS/2) * (1 + s) * sum_r src_r, with a complex product for
      * the complex types: (a+bi)(c+di) = (ac-bd) + (ad+bc)i. */
-    const unsigned char *mem = base[me];
+    const unsigned char *mem = base[mp_me];
     for (int i = 0; i < NEL; i++) {
       double sre_sum = 0, sim_sum = 0;
-      for (int r = 0; r < np; r++) {
+      for (int r = 0; r < mp_np; r++) {
         sre_sum += src_value(type, r, i, 0);
         if (is_complex(type)) sim_sum += src_value(type, r, i, 1);
       }
@@ -129,7 +123,7 @@ static void test_one_location(int type) {
       double ere = (ITERS / 2) * (fre * sre_sum - fim * sim_sum);
       double eim = (ITERS / 2) * (fre * sim_sum + fim * sre_sum);
       mp_set_where("%s element %d after %d accumulates from each of %d ranks", type_name(type), i,
-                   ITERS, np);
+                   ITERS, mp_np);
       MP_CHECK_DBL(ere, load(type, mem + GUARD * es, i, 0));
       if (is_complex(type)) MP_CHECK_DBL(eim, load(type, mem + GUARD * es, i, 1));
     }
@@ -141,32 +135,27 @@ static void test_one_location(int type) {
     mp_where[0] = 0;
   }
   ARMCI_Barrier();
-  MP_CHECK_INT(0, ARMCI_Free(base[me]));
-  free(base);
+  mp_free_all(base);
 }
 
 /* Every rank accumulates a large array into every rank's array, starting at
  * a different target, so transfers of many ranks overlap on one array. */
 static void test_large(void) {
   enum { N = 200000 };
-  void **dbase = malloc(sizeof(void *) * (size_t)np);
-  void **ibase = malloc(sizeof(void *) * (size_t)np);
-  MP_CHECK_INT(0, ARMCI_Malloc(dbase, (armci_size_t)(N * sizeof(double))));
-  MP_CHECK_INT(0, ARMCI_Malloc(ibase, (armci_size_t)(N * sizeof(int))));
-  memset(dbase[me], 0, N * sizeof(double));
-  memset(ibase[me], 0, N * sizeof(int));
+  void **dbase = mp_alloc_all(N * sizeof(double));
+  void **ibase = mp_alloc_all(N * sizeof(int));
   ARMCI_Barrier();
 
   double *dsrc = ARMCI_Malloc_local((armci_size_t)(N * sizeof(double)));
   int *isrc = malloc(N * sizeof(int));
   for (int j = 0; j < N; j++) {
-    dsrc[j] = (double)((j * 7 + me) % 64) - 16.5;
-    isrc[j] = j % 1000 - 500 + me;
+    dsrc[j] = (double)((j * 7 + mp_me) % 64) - 16.5;
+    isrc[j] = j % 1000 - 500 + mp_me;
   }
   double one = 1.0, two = 2.0;
   int ione = 1, ithree = 3;
-  for (int k = 0; k < np; k++) {
-    int t = (me + k) % np;
+  for (int k = 0; k < mp_np; k++) {
+    int t = (mp_me + k) % mp_np;
     mp_set_where("large accumulates to rank %d", t);
     MP_CHECK_INT(0, ARMCI_Acc(ARMCI_ACC_DBL, &one, dsrc, dbase[t], (int)(N * sizeof(double)), t));
     MP_CHECK_INT(0, ARMCI_Acc(ARMCI_ACC_INT, &ithree, isrc, ibase[t], (int)(N * sizeof(int)), t));
@@ -177,17 +166,17 @@ static void test_large(void) {
   ARMCI_AllFence();
   ARMCI_Barrier();
 
-  const double *dm = dbase[me];
-  const int *im = ibase[me];
+  const double *dm = dbase[mp_me];
+  const int *im = ibase[mp_me];
   for (int j = 0; j < N; j++) {
     double de = 0;
     long ie = 0;
-    for (int r = 0; r < np; r++) {
+    for (int r = 0; r < mp_np; r++) {
       de += 3.0 * ((double)((j * 7 + r) % 64) - 16.5);
       ie += 4L * (j % 1000 - 500 + r);
     }
     if (dm[j] != de || im[j] != ie) {
-      mp_set_where("large arrays on rank %d, element %d", me, j);
+      mp_set_where("large arrays on rank %d, element %d", mp_me, j);
       MP_CHECK_DBL(de, dm[j]);
       MP_CHECK_INT(ie, im[j]);
     }
@@ -195,21 +184,12 @@ static void test_large(void) {
   ARMCI_Barrier();
   MP_CHECK_INT(0, ARMCI_Free_local(dsrc));
   free(isrc);
-  MP_CHECK_INT(0, ARMCI_Free(ibase[me]));
-  MP_CHECK_INT(0, ARMCI_Free(dbase[me]));
-  free(dbase);
-  free(ibase);
+  mp_free_all(ibase);
+  mp_free_all(dbase);
 }
 
-int main(int argc, char **argv) {
-  mp_init(&argc, &argv);
-  me = mp_me;
-  np = mp_np;
-  const int types[] = {ARMCI_ACC_INT, ARMCI_ACC_LNG, ARMCI_ACC_FLT, ARMCI_ACC_DBL, ARMCI_ACC_CPL, ARMCI_ACC_DCP};
-  for (int k = 0; k < 6; k++) test_one_location(types[k]);
-  test_large();
-  ARMCI_Barrier();
-  MP_CHECK_INT(0, ARMCI_Finalize());
-  mp_pass("mp_acc", me);
-  return 0;
+static void test_every_type(void) {
+  for (int type = 0; type < NTYPES; type++) test_one_location(type);
 }
+
+int main(int argc, char **argv) { return MP_RUN_CASES(argc, argv, "mp_acc", test_every_type, test_large); }

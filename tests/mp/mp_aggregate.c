@@ -7,21 +7,8 @@
  */
 #include "mp_common.h"
 
-static int me, np;
 
 enum { NAGG = 1000, NACC = 300 };
-
-static void **alloc_all(size_t bytes) {
-  void **base = malloc(sizeof(void *) * (size_t)np);
-  MP_CHECK_INT(0, ARMCI_Malloc(base, (armci_size_t)bytes));
-  memset(base[me], 0, bytes);
-  return base;
-}
-
-static void free_all(void **base) {
-  MP_CHECK_INT(0, ARMCI_Free(base[me]));
-  free(base);
-}
 
 static uint64_t value_of(int origin, int target, long k, int round) {
   return mp_mix64(((uint64_t)origin << 48) ^ ((uint64_t)target << 40) ^ ((uint64_t)round << 32) ^ (uint64_t)k) | 1;
@@ -34,26 +21,26 @@ static uint64_t value_of(int origin, int target, long k, int round) {
  * NAGG aggregate NbGets read it all back. */
 static void test_aggregate_put_get(void) {
   const size_t slice = NAGG * sizeof(uint64_t) + 20000 + 64;
-  void **B = alloc_all(slice * (size_t)np * 2);
+  void **B = mp_alloc_all(slice * (size_t)mp_np * 2);
   ARMCI_Barrier();
-  uint64_t *vals = malloc(NAGG * sizeof(uint64_t) * (size_t)np);
+  uint64_t *vals = malloc(NAGG * sizeof(uint64_t) * (size_t)mp_np);
   unsigned char *big = malloc(20000);
   for (int round = 0; round < 2; round++) {
     armci_hdl_t h;
     ARMCI_INIT_HANDLE(&h);
     ARMCI_SET_AGGREGATE_HANDLE(&h);
-    const int ntargets = round == 0 ? 1 : np;
+    const int ntargets = round == 0 ? 1 : mp_np;
     for (int j = 0; j < ntargets; j++) {
-      const int t = (me + 1 + j) % np;
-      char *base = (char *)B[t] + ((size_t)round * np + (size_t)me) * slice;
+      const int t = (mp_me + 1 + j) % mp_np;
+      char *base = (char *)B[t] + ((size_t)round * mp_np + (size_t)mp_me) * slice;
       for (long k = 0; k < NAGG; k++) {
         uint64_t *v = &vals[(size_t)t * NAGG + (size_t)k];
-        *v = value_of(me, t, k, round);
+        *v = value_of(mp_me, t, k, round);
         mp_set_where("aggregate NbPut %ld of round %d to rank %d", k, round, t);
         MP_CHECK_INT(0, ARMCI_NbPut(v, base + (size_t)k * sizeof(uint64_t), sizeof(uint64_t), t, &h));
       }
       if (round == 1) {
-        mp_fill_pattern(big, 20000, me, t, 1);
+        mp_fill_pattern(big, 20000, mp_me, t, 1);
         MP_CHECK_INT(0, ARMCI_NbPut(big, base + NAGG * sizeof(uint64_t) + 1, 20000, t, &h));
         MP_CHECK_INT(0, ARMCI_Wait(&h)); /* big is reused for the next target */
       }
@@ -61,17 +48,17 @@ static void test_aggregate_put_get(void) {
     mp_set_where("waiting for the aggregate handle of round %d", round);
     MP_CHECK_INT(0, ARMCI_Wait(&h));
     MP_CHECK_INT(0, ARMCI_Wait(&h)); /* a second wait is a no-op */
-    memset(vals, 0xEE, NAGG * sizeof(uint64_t) * (size_t)np);
+    memset(vals, 0xEE, NAGG * sizeof(uint64_t) * (size_t)mp_np);
     ARMCI_UNSET_AGGREGATE_HANDLE(&h);
   }
   ARMCI_AllFence();
   ARMCI_Barrier();
   for (int round = 0; round < 2; round++)
-    for (int o = 0; o < np; o++) {
-      const int wrote = round == 0 ? ((o + 1) % np == me) : 1;
-      const uint64_t *m = (const uint64_t *)((const char *)B[me] + ((size_t)round * np + (size_t)o) * slice);
+    for (int o = 0; o < mp_np; o++) {
+      const int wrote = round == 0 ? ((o + 1) % mp_np == mp_me) : 1;
+      const uint64_t *m = (const uint64_t *)((const char *)B[mp_me] + ((size_t)round * mp_np + (size_t)o) * slice);
       for (long k = 0; k < NAGG; k++) {
-        const uint64_t e = wrote ? value_of(o, me, k, round) : 0;
+        const uint64_t e = wrote ? value_of(o, mp_me, k, round) : 0;
         if (m[k] != e) {
           mp_set_where("round %d, word %ld from rank %d", round, k, o);
           MP_CHECK_INT(e, m[k]);
@@ -79,7 +66,7 @@ static void test_aggregate_put_get(void) {
       }
       if (round == 1) {
         unsigned char expect[20000];
-        mp_fill_pattern(expect, sizeof expect, o, me, 1);
+        mp_fill_pattern(expect, sizeof expect, o, mp_me, 1);
         MP_CHECK_BYTES(expect, (const unsigned char *)m + NAGG * sizeof(uint64_t) + 1, sizeof expect,
                        "20000-byte NbPut on an aggregate handle");
       }
@@ -87,14 +74,14 @@ static void test_aggregate_put_get(void) {
   ARMCI_Barrier();
   /* Aggregate gets of everything round 1 wrote on the next rank. */
   {
-    const int t = (me + 1) % np;
-    uint64_t *got = malloc(NAGG * sizeof(uint64_t) * (size_t)np);
-    memset(got, 0, NAGG * sizeof(uint64_t) * (size_t)np);
+    const int t = (mp_me + 1) % mp_np;
+    uint64_t *got = malloc(NAGG * sizeof(uint64_t) * (size_t)mp_np);
+    memset(got, 0, NAGG * sizeof(uint64_t) * (size_t)mp_np);
     armci_hdl_t h;
     ARMCI_INIT_HANDLE(&h);
     ARMCI_SET_AGGREGATE_HANDLE(&h);
-    for (int o = 0; o < np; o++) {
-      const char *base = (const char *)B[t] + ((size_t)np + (size_t)o) * slice;
+    for (int o = 0; o < mp_np; o++) {
+      const char *base = (const char *)B[t] + ((size_t)mp_np + (size_t)o) * slice;
       for (long k = 0; k < NAGG; k++)
         MP_CHECK_INT(0, ARMCI_NbGet((void *)(base + (size_t)k * sizeof(uint64_t)), &got[(size_t)o * NAGG + (size_t)k],
                                     sizeof(uint64_t), t, &h));
@@ -105,7 +92,7 @@ static void test_aggregate_put_get(void) {
       MP_CHECK(r == 1, "ARMCI_Test returned %d", r);
       MP_CHECK(mp_now() < deadline, "aggregate get not complete after 60 s");
     }
-    for (int o = 0; o < np; o++)
+    for (int o = 0; o < mp_np; o++)
       for (long k = 0; k < NAGG; k++) {
         const uint64_t e = value_of(o, t, k, 1);
         if (got[(size_t)o * NAGG + (size_t)k] != e) {
@@ -118,27 +105,27 @@ static void test_aggregate_put_get(void) {
   ARMCI_Barrier();
   free(big);
   free(vals);
-  free_all(B);
+  mp_free_all(B);
 }
 
 /* Every rank adds into the same words of every target through one
  * aggregate handle: doubles with scale 2 and longs with scale 3 (two kinds of
  * Acc on one handle), exact sums. */
 static void test_aggregate_acc(void) {
-  void **C = alloc_all(NACC * (sizeof(double) + sizeof(long)));
+  void **C = mp_alloc_all(NACC * (sizeof(double) + sizeof(long)));
   ARMCI_Barrier();
   double *d = malloc(NACC * sizeof(double));
   long *l = malloc(NACC * sizeof(long));
   for (int k = 0; k < NACC; k++) {
-    d[k] = (double)(me + 1) * 0.5 + k;
-    l[k] = (long)(me + 1) * 1000 + k;
+    d[k] = (double)(mp_me + 1) * 0.5 + k;
+    l[k] = (long)(mp_me + 1) * 1000 + k;
   }
   double two = 2.0;
   long three = 3;
   armci_hdl_t h;
   ARMCI_INIT_HANDLE(&h);
   ARMCI_SET_AGGREGATE_HANDLE(&h);
-  for (int t = 0; t < np; t++) {
+  for (int t = 0; t < mp_np; t++) {
     double *dd = (double *)C[t];
     long *ll = (long *)((char *)C[t] + NACC * sizeof(double));
     for (int k = 0; k < NACC; k++) {
@@ -149,12 +136,12 @@ static void test_aggregate_acc(void) {
   MP_CHECK_INT(0, ARMCI_Wait(&h));
   ARMCI_AllFence();
   ARMCI_Barrier();
-  const double *dd = (const double *)C[me];
-  const long *ll = (const long *)((const char *)C[me] + NACC * sizeof(double));
+  const double *dd = (const double *)C[mp_me];
+  const long *ll = (const long *)((const char *)C[mp_me] + NACC * sizeof(double));
   for (int k = 0; k < NACC; k++) {
     double de = 0;
     long le = 0;
-    for (int o = 0; o < np; o++) {
+    for (int o = 0; o < mp_np; o++) {
       de += 2.0 * ((double)(o + 1) * 0.5 + k);
       le += 3 * ((long)(o + 1) * 1000 + k);
     }
@@ -165,7 +152,7 @@ static void test_aggregate_acc(void) {
   ARMCI_Barrier();
   free(d);
   free(l);
-  free_all(C);
+  mp_free_all(C);
 }
 
 /* Hundreds of thousands of operations in flight: the library completes the
@@ -173,20 +160,20 @@ static void test_aggregate_acc(void) {
  * forever. Explicit handles (one each), then implicit ones. */
 static void test_many_in_flight(void) {
   const long n = mp_env_int("MP_INFLIGHT", 200000);
-  const int t = (me + 1) % np;
-  void **D = alloc_all((size_t)n * sizeof(uint64_t) * 2);
+  const int t = (mp_me + 1) % mp_np;
+  void **D = mp_alloc_all((size_t)n * sizeof(uint64_t) * 2);
   ARMCI_Barrier();
   uint64_t *vals = malloc((size_t)n * sizeof(uint64_t));
   armci_hdl_t *h = malloc((size_t)n * sizeof(armci_hdl_t));
   for (long k = 0; k < n; k++) {
-    vals[k] = value_of(me, t, k, 7);
+    vals[k] = value_of(mp_me, t, k, 7);
     ARMCI_INIT_HANDLE(&h[k]);
     mp_set_where("explicit NbPut %ld of %ld in flight", k, n);
     MP_CHECK_INT(0, ARMCI_NbPut(&vals[k], (uint64_t *)D[t] + k, sizeof(uint64_t), t, &h[k]));
   }
   for (long k = n - 1; k >= 0; k--) MP_CHECK_INT(0, ARMCI_Wait(&h[k]));
   for (long k = 0; k < n; k++) {
-    vals[k] = value_of(me, t, k, 8);
+    vals[k] = value_of(mp_me, t, k, 8);
     mp_set_where("implicit NbPut %ld of %ld in flight", k, n);
     MP_CHECK_INT(0, ARMCI_NbPut(&vals[k], (uint64_t *)D[t] + n + k, sizeof(uint64_t), t, NULL));
   }
@@ -194,32 +181,24 @@ static void test_many_in_flight(void) {
   mp_where[0] = 0;
   ARMCI_AllFence();
   ARMCI_Barrier();
-  const int o = (me + np - 1) % np;
-  const uint64_t *m = (const uint64_t *)D[me];
+  const int o = (mp_me + mp_np - 1) % mp_np;
+  const uint64_t *m = (const uint64_t *)D[mp_me];
   for (long k = 0; k < n; k++) {
-    if (m[k] != value_of(o, me, k, 7)) {
+    if (m[k] != value_of(o, mp_me, k, 7)) {
       mp_set_where("explicit word %ld from rank %d", k, o);
-      MP_CHECK_INT(value_of(o, me, k, 7), m[k]);
+      MP_CHECK_INT(value_of(o, mp_me, k, 7), m[k]);
     }
-    if (m[n + k] != value_of(o, me, k, 8)) {
+    if (m[n + k] != value_of(o, mp_me, k, 8)) {
       mp_set_where("implicit word %ld from rank %d", k, o);
-      MP_CHECK_INT(value_of(o, me, k, 8), m[n + k]);
+      MP_CHECK_INT(value_of(o, mp_me, k, 8), m[n + k]);
     }
   }
   ARMCI_Barrier();
   free(h);
   free(vals);
-  free_all(D);
+  mp_free_all(D);
 }
 
 int main(int argc, char **argv) {
-  mp_init(&argc, &argv);
-  me = mp_me;
-  np = mp_np;
-  test_aggregate_put_get();
-  test_aggregate_acc();
-  test_many_in_flight();
-  ARMCI_Finalize();
-  mp_pass("mp_aggregate", me);
-  return 0;
+  return MP_RUN_CASES(argc, argv, "mp_aggregate", test_aggregate_put_get, test_aggregate_acc, test_many_in_flight);
 }

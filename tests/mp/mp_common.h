@@ -114,6 +114,59 @@ static inline void mp_pass(const char *name, int me) {
   fflush(stdout);
 }
 
+/* Ends a test that got through: ARMCI_Finalize must succeed, and PASS comes
+ * after it. */
+static inline int mp_finish(const char *name) {
+  MP_CHECK_INT(0, ARMCI_Finalize());
+  mp_pass(name, mp_me);
+  return 0;
+}
+
+/* One case of a test: a function that checks on every rank. */
+typedef void (*mp_case_t)(void);
+
+/* main() of a test made of cases run in order; the barrier keeps a rank from
+ * finalizing while another still works on the last case. */
+static inline int mp_run_cases(int argc, char **argv, const char *name, const mp_case_t *cases, size_t n) {
+  mp_init(&argc, &argv);
+  for (size_t i = 0; i < n; i++) {
+    mp_where[0] = 0; /* a case that fails early must not show the last one's place */
+    cases[i]();
+  }
+  mp_set_where("%s", "the barrier and ARMCI_Finalize after the last case");
+  ARMCI_Barrier();
+  return mp_finish(name);
+}
+#define MP_RUN_CASES(argc, argv, name, ...)                                              \
+  mp_run_cases(argc, argv, name, (const mp_case_t[]){__VA_ARGS__},                       \
+               sizeof((const mp_case_t[]){__VA_ARGS__}) / sizeof(mp_case_t))
+
+/* Every rank's part of a collective allocation of bytes each, this rank's
+ * zeroed (no barrier: the caller fills it first or adds one). */
+static inline void **mp_alloc_all(size_t bytes) {
+  void **base = (void **)malloc(sizeof(void *) * (size_t)mp_np);
+  MP_CHECK(base != NULL, "malloc of %d pointers failed", mp_np);
+  MP_CHECK_INT(0, ARMCI_Malloc(base, (armci_size_t)bytes));
+  if (bytes) memset(base[mp_me], 0, bytes);
+  return base;
+}
+
+static inline void mp_free_all(void **base) {
+  MP_CHECK_INT(0, ARMCI_Free(base[mp_me]));
+  free(base);
+}
+
+/* One origin's slot for the four single-value puts, with padding that must
+ * stay zero. */
+struct mp_value_slot {
+  int i;
+  int pad0;
+  long l;
+  float f;
+  float pad1;
+  double d;
+};
+
 static inline double mp_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -266,9 +266,7 @@ int main(int argc, char **argv) {
       printf("allocated %ld KiB rank %d\n", kib, me);
       fflush(stdout);
     }
-    ARMCI_Finalize();
-    mp_pass("mp_faults", me);
-    return 0;
+    return mp_finish("mp_faults");
   }
   if (strcmp(c, "allocfree") == 0) {
     MP_CHECK(argc == 4, "usage: mp_faults allocfree KIB KIB");
@@ -288,9 +286,7 @@ int main(int argc, char **argv) {
     fflush(stdout);
     ARMCI_Barrier();
     MP_CHECK_INT(0, ARMCI_Free(base[me]));
-    ARMCI_Finalize();
-    mp_pass("mp_faults", me);
-    return 0;
+    return mp_finish("mp_faults");
   }
   if (strcmp(c, "fallback") == 0) {
     MP_CHECK(argc == 4, "usage: mp_faults fallback BIG SMALL");
@@ -304,9 +300,7 @@ int main(int argc, char **argv) {
     fflush(stdout);
     MP_CHECK_INT(0, ARMCI_Free(base[me]));
     free(base);
-    ARMCI_Finalize();
-    mp_pass("mp_faults", me);
-    return 0;
+    return mp_finish("mp_faults");
   }
   if (strcmp(c, "mallocloop") == 0) {
     int rounds = argc > 2 ? atoi(argv[2]) : 1000;

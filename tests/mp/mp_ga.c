@@ -15,27 +15,12 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <math.h>
-#include <mpi.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ga.h"
-#include "macdecls.h"
+#include "../ga/ga_test.h"
 
 int ARMCI_Init(void);
-
-static int me, np;
-
-#define CHECK(cond, ...)                                                        \
-  do {                                                                          \
-    if (!(cond)) {                                                              \
-      fprintf(stderr, "FAIL rank %d %s:%d: %s: ", me, __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                             \
-      fprintf(stderr, "\n");                                                    \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                             \
-    }                                                                           \
-  } while (0)
 
 static void check_library(void) {
   Dl_info info;
@@ -58,7 +43,7 @@ static void put_get_acc(void) {
   const int rows = hi[0] - lo[0] + 1, cols = hi[1] - lo[1] + 1;
   ld[0] = cols;
   double *buf = malloc(sizeof(double) * rows * cols);
-  if (me == 0) {
+  if (ga_me == 0) {
     for (int i = 0; i < rows; ++i)
       for (int j = 0; j < cols; ++j) buf[i * cols + j] = value_at(lo[0] + i, lo[1] + j);
     NGA_Put(g, lo, hi, buf, ld);
@@ -72,11 +57,11 @@ static void put_get_acc(void) {
   GA_Sync();
   /* Every rank adds 0.5 * (rank + 1) to the patch. */
   double alpha = 0.5;
-  for (int k = 0; k < rows * cols; ++k) buf[k] = me + 1;
+  for (int k = 0; k < rows * cols; ++k) buf[k] = ga_me + 1;
   NGA_Acc(g, lo, hi, buf, ld, &alpha);
   GA_Sync();
   NGA_Get(g, lo, hi, buf, ld);
-  const double added = 0.5 * np * (np + 1) / 2.0;
+  const double added = 0.5 * ga_np * (ga_np + 1) / 2.0;
   for (int i = 0; i < rows; ++i)
     for (int j = 0; j < cols; ++j)
       CHECK(buf[i * cols + j] == value_at(lo[0] + i, lo[1] + j) + added, "acc (%d,%d): %g", i, j, buf[i * cols + j]);
@@ -146,20 +131,20 @@ static void every_type(void) {
 }
 
 static void collectives(void) {
-  double x[3] = {me, 1.0, -me};
+  double x[3] = {ga_me, 1.0, -ga_me};
   GA_Dgop(x, 3, "+");
-  CHECK(x[0] == np * (np - 1) / 2.0 && x[1] == np && x[2] == -x[0], "GA_Dgop: %g %g %g", x[0], x[1], x[2]);
-  double m = me;
+  CHECK(x[0] == ga_np * (ga_np - 1) / 2.0 && x[1] == ga_np && x[2] == -x[0], "GA_Dgop: %g %g %g", x[0], x[1], x[2]);
+  double m = ga_me;
   GA_Dgop(&m, 1, "max");
-  CHECK(m == np - 1, "GA_Dgop max %g", m);
-  int i = me + 1;
+  CHECK(m == ga_np - 1, "GA_Dgop max %g", m);
+  int i = ga_me + 1;
   GA_Igop(&i, 1, "*");
   int fact = 1;
-  for (int k = 2; k <= np; ++k) fact *= k;
+  for (int k = 2; k <= ga_np; ++k) fact *= k;
   CHECK(i == fact, "GA_Igop * %d", i);
   char text[64] = "";
-  const int root = np - 1;
-  if (me == root) strcpy(text, "broadcast from the last rank");
+  const int root = ga_np - 1;
+  if (ga_me == root) strcpy(text, "broadcast from the last rank");
   GA_Brdcst(text, sizeof text, root);
   CHECK(strcmp(text, "broadcast from the last rank") == 0, "GA_Brdcst: '%s'", text);
 }
@@ -175,7 +160,7 @@ static void read_inc_and_lock(void) {
   for (int k = 0; k < per_rank; ++k) got[k] = NGA_Read_inc(g, sub, 1);
   for (int k = 1; k < per_rank; ++k) CHECK(got[k] > got[k - 1], "read_inc not increasing");
   /* Every value 0..np*per_rank-1 fetched exactly once, over all ranks. */
-  const int total = np * per_rank;
+  const int total = ga_np * per_rank;
   int *seen = calloc(total, sizeof(int));
   for (int k = 0; k < per_rank; ++k) {
     CHECK(got[k] >= 0 && got[k] < total, "read_inc value %ld", got[k]);
@@ -200,7 +185,7 @@ static void read_inc_and_lock(void) {
   GA_Sync();
   long v;
   NGA_Get(g, lo, hi, &v, ld);
-  CHECK(v == 30L * np, "locked counter %ld, expected %ld", v, 30L * np);
+  CHECK(v == 30L * ga_np, "locked counter %ld, expected %ld", v, 30L * ga_np);
   CHECK(GA_Destroy_mutexes(), "GA_Destroy_mutexes");
   GA_Destroy(g);
 }
@@ -214,7 +199,7 @@ static void dgemm(void) {
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < n; ++j) A[i * n + j] = (i + 2 * j) % 5, B[i * n + j] = (3 * i + j) % 4 - 1;
   int lo[2] = {0, 0}, hi[2] = {n - 1, n - 1}, ld[1] = {n};
-  if (me == 0) {
+  if (ga_me == 0) {
     NGA_Put(a, lo, hi, A, ld);
     NGA_Put(b, lo, hi, B, ld);
   }
@@ -234,13 +219,13 @@ static void dgemm(void) {
 }
 
 static void pgroups(void) {
-  if (np < 2) return;
+  if (ga_np < 2) return;
   /* The upper half of the ranks. */
-  const int count = np / 2, first = np - count;
+  const int count = ga_np / 2, first = ga_np - count;
   int *list = malloc(sizeof(int) * count);
   for (int k = 0; k < count; ++k) list[k] = first + k;
   int grp = GA_Pgroup_create(list, count);
-  if (me >= first) {
+  if (ga_me >= first) {
     GA_Pgroup_set_default(grp);
     int dims[1] = {57}, chunk[1] = {-1};
     int g = NGA_Create(C_DBL, 1, dims, "group array", chunk);
@@ -252,7 +237,7 @@ static void pgroups(void) {
     GA_Pgroup_sync(grp);
     NGA_Get(g, lo, hi, buf, ld);
     for (int k = 0; k < 57; ++k) CHECK(buf[k] == (double)k * count, "group array %d: %g", k, buf[k]);
-    double x = me;
+    double x = ga_me;
     GA_Pgroup_dgop(grp, &x, 1, "+");
     double e = 0;
     for (int k = 0; k < count; ++k) e += first + k;
@@ -265,11 +250,7 @@ static void pgroups(void) {
 }
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
-  GA_Initialize();
-  CHECK(MA_init(C_DBL, 1000000, 1000000), "MA_init");
-  me = GA_Nodeid();
-  np = GA_Nnodes();
+  ga_start(&argc, &argv, "mp_ga", 1000000);
   check_library();
   put_get_acc();
   every_type();
@@ -277,8 +258,5 @@ int main(int argc, char **argv) {
   read_inc_and_lock();
   dgemm();
   pgroups();
-  GA_Terminate();
-  MPI_Finalize();
-  printf("PASS mp_ga rank %d\n", me);
-  return 0;
+  return ga_pass();
 }

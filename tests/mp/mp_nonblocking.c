@@ -5,21 +5,8 @@
  */
 #include "mp_common.h"
 
-static int me, np;
 
 enum { ASZ = 4096 + 3, ASLOT = 4096 + 16, NIMPL = 1000, EBYTES = 65536 + 64, NEL = 8, ACC_ITERS = 60 };
-
-static void **alloc_all(size_t bytes) {
-  void **base = malloc(sizeof(void *) * (size_t)np);
-  MP_CHECK_INT(0, ARMCI_Malloc(base, (armci_size_t)bytes));
-  memset(base[me], 0, bytes);
-  return base;
-}
-
-static void free_all(void **base) {
-  MP_CHECK_INT(0, ARMCI_Free(base[me]));
-  free(base);
-}
 
 /* Test must report 1 until the operation completes, then 0. A deadline
  * turns a hang into a failure with a message. */
@@ -41,33 +28,33 @@ static void test_unused_handle(void) {
   MP_CHECK_INT(0, ARMCI_Test(&h));
   MP_CHECK_INT(0, ARMCI_Wait(&h));
   /* Nothing outstanding: these return at once. */
-  for (int t = 0; t < np; t++) MP_CHECK_INT(0, ARMCI_WaitProc(t));
+  for (int t = 0; t < mp_np; t++) MP_CHECK_INT(0, ARMCI_WaitProc(t));
   MP_CHECK_INT(0, ARMCI_WaitAll());
 }
 
 static void test_explicit_put(void) {
-  void **A = alloc_all((size_t)ASLOT * (size_t)np);
+  void **A = mp_alloc_all((size_t)ASLOT * (size_t)mp_np);
   ARMCI_Barrier();
-  armci_hdl_t *h = malloc(sizeof(armci_hdl_t) * (size_t)np);
-  unsigned char **src = malloc(sizeof(unsigned char *) * (size_t)np);
+  armci_hdl_t *h = malloc(sizeof(armci_hdl_t) * (size_t)mp_np);
+  unsigned char **src = malloc(sizeof(unsigned char *) * (size_t)mp_np);
   /* Every operation is in flight before any is completed; each has its own
    * source, which must stay untouched until its handle completes. */
-  for (int k = 1; k <= np; k++) {
-    int t = (me + k) % np;
-    size_t off = (size_t)me * ASLOT + 1;
+  for (int k = 1; k <= mp_np; k++) {
+    int t = (mp_me + k) % mp_np;
+    size_t off = (size_t)mp_me * ASLOT + 1;
     src[t] = (t % 2) ? ARMCI_Malloc_local(ASZ) : malloc(ASZ);
-    mp_fill_pattern(src[t], ASZ, me, t, off);
+    mp_fill_pattern(src[t], ASZ, mp_me, t, off);
     ARMCI_INIT_HANDLE(&h[t]);
     MP_CHECK_INT(0, ARMCI_NbPut(src[t], (char *)A[t] + off, ASZ, t, &h[t]));
   }
-  for (int t = 0; t < np; t++) {
+  for (int t = 0; t < mp_np; t++) {
     mp_set_where("completing the NbPut to rank %d with %s", t, t % 2 ? "Test" : "Wait");
     if (t % 2)
       test_until_done(&h[t]);
     else
       MP_CHECK_INT(0, ARMCI_Wait(&h[t]));
   }
-  for (int t = 0; t < np; t++) {
+  for (int t = 0; t < mp_np; t++) {
     mp_set_where("second Wait/Test on the completed handle of rank %d", t);
     MP_CHECK_INT(0, ARMCI_Wait(&h[t]));
     MP_CHECK_INT(0, ARMCI_Test(&h[t]));
@@ -78,15 +65,15 @@ static void test_explicit_put(void) {
   ARMCI_Barrier();
 
   unsigned char *expect = calloc(ASLOT, 1);
-  for (int o = 0; o < np; o++) {
+  for (int o = 0; o < mp_np; o++) {
     memset(expect, 0, ASLOT);
-    mp_fill_pattern(expect + 1, ASZ, o, me, (size_t)o * ASLOT + 1);
+    mp_fill_pattern(expect + 1, ASZ, o, mp_me, (size_t)o * ASLOT + 1);
     mp_set_where("NbPut from rank %d", o);
-    MP_CHECK_BYTES(expect, (char *)A[me] + (size_t)o * ASLOT, ASLOT, "memory after explicit NbPut");
+    MP_CHECK_BYTES(expect, (char *)A[mp_me] + (size_t)o * ASLOT, ASLOT, "memory after explicit NbPut");
   }
   mp_where[0] = 0;
   free(expect);
-  for (int t = 0; t < np; t++) {
+  for (int t = 0; t < mp_np; t++) {
     if (t % 2)
       MP_CHECK_INT(0, ARMCI_Free_local(src[t]));
     else
@@ -95,19 +82,19 @@ static void test_explicit_put(void) {
   free(src);
   free(h);
   ARMCI_Barrier();
-  free_all(A);
+  mp_free_all(A);
 }
 
 static void test_explicit_get(void) {
   static const int gsizes[] = {1, 1000, 65536};
   enum { NG = 3 };
-  void **E = alloc_all(EBYTES);
-  mp_fill_pattern(E[me], EBYTES, me, me, 0);
+  void **E = mp_alloc_all(EBYTES);
+  mp_fill_pattern(E[mp_me], EBYTES, mp_me, mp_me, 0);
   ARMCI_Barrier();
 
-  armci_hdl_t *h = malloc(sizeof(armci_hdl_t) * (size_t)np * NG);
-  unsigned char **dst = malloc(sizeof(unsigned char *) * (size_t)np * NG);
-  for (int t = 0; t < np; t++)
+  armci_hdl_t *h = malloc(sizeof(armci_hdl_t) * (size_t)mp_np * NG);
+  unsigned char **dst = malloc(sizeof(unsigned char *) * (size_t)mp_np * NG);
+  for (int t = 0; t < mp_np; t++)
     for (int j = 0; j < NG; j++) {
       int x = t * NG + j;
       size_t off = (size_t)(7 * t + 2 * j + 1);
@@ -117,7 +104,7 @@ static void test_explicit_get(void) {
       MP_CHECK_INT(0, ARMCI_NbGet((char *)E[t] + off, dst[x] + 1, gsizes[j], t, &h[x]));
     }
   unsigned char *expect = malloc(65536);
-  for (int t = 0; t < np; t++)
+  for (int t = 0; t < mp_np; t++)
     for (int j = 0; j < NG; j++) {
       int x = t * NG + j;
       size_t off = (size_t)(7 * t + 2 * j + 1);
@@ -138,20 +125,20 @@ static void test_explicit_get(void) {
   free(dst);
   free(h);
   ARMCI_Barrier();
-  free_all(E);
+  mp_free_all(E);
 }
 
 /* One handle reused for every NbAcc without waiting in between: each reuse
  * first completes the previous operation. All ranks hit the same elements. */
 static void test_explicit_acc(void) {
-  void **C = alloc_all(NEL * sizeof(double));
+  void **C = mp_alloc_all(NEL * sizeof(double));
   ARMCI_Barrier();
   double src[NEL], scale = 2.0;
-  for (int i = 0; i < NEL; i++) src[i] = me + 1 + i;
+  for (int i = 0; i < NEL; i++) src[i] = mp_me + 1 + i;
   armci_hdl_t h;
   ARMCI_INIT_HANDLE(&h);
   for (int it = 0; it < ACC_ITERS; it++) {
-    int t = (me + it) % np;
+    int t = (mp_me + it) % mp_np;
     mp_set_where("NbAcc %d to rank %d", it, t);
     MP_CHECK_INT(0, ARMCI_NbAcc(ARMCI_ACC_DBL, &scale, src, C[t], NEL * sizeof(double), t, &h));
   }
@@ -159,12 +146,12 @@ static void test_explicit_acc(void) {
   mp_where[0] = 0;
   ARMCI_AllFence();
   ARMCI_Barrier();
-  const double *c = C[me];
+  const double *c = C[mp_me];
   for (int i = 0; i < NEL; i++) {
     double e = 0;
-    for (int r = 0; r < np; r++) {
+    for (int r = 0; r < mp_np; r++) {
       int hits = 0;
-      for (int it = 0; it < ACC_ITERS; it++) hits += (r + it) % np == me;
+      for (int it = 0; it < ACC_ITERS; it++) hits += (r + it) % mp_np == mp_me;
       e += hits * 2.0 * (r + 1 + i);
     }
     mp_set_where("element %d after NbAcc from all ranks", i);
@@ -172,7 +159,7 @@ static void test_explicit_acc(void) {
   }
   mp_where[0] = 0;
   ARMCI_Barrier();
-  free_all(C);
+  mp_free_all(C);
 }
 
 /* Reusing a handle before waiting completes the earlier operation, so its
@@ -180,16 +167,16 @@ static void test_explicit_acc(void) {
  * wait starts afresh. */
 static void test_handle_reuse(void) {
   enum { N = 256 };
-  void **F = alloc_all((size_t)np * 3 * N);
+  void **F = mp_alloc_all((size_t)mp_np * 3 * N);
   ARMCI_Barrier();
-  int t = (me + 1) % np;
-  size_t off = (size_t)me * 3 * N;
+  int t = (mp_me + 1) % mp_np;
+  size_t off = (size_t)mp_me * 3 * N;
   unsigned char *a = malloc(N), *b = malloc(N), *g = malloc(N + 2), *expect = malloc(N);
   armci_hdl_t h;
   ARMCI_INIT_HANDLE(&h);
-  mp_fill_pattern(a, N, me, t, off);
+  mp_fill_pattern(a, N, mp_me, t, off);
   MP_CHECK_INT(0, ARMCI_NbPut(a, (char *)F[t] + off, N, t, &h));
-  mp_fill_pattern(b, N, me, t, off + N);
+  mp_fill_pattern(b, N, mp_me, t, off + N);
   MP_CHECK_INT(0, ARMCI_NbPut(b, (char *)F[t] + off + N, N, t, &h));
   memset(a, 0xEE, N);
   MP_CHECK_INT(0, ARMCI_Wait(&h));
@@ -201,24 +188,24 @@ static void test_handle_reuse(void) {
   memset(g, 0x3C, N + 2);
   MP_CHECK_INT(0, ARMCI_NbGet((char *)F[t] + off, g + 1, N, t, &h));
   MP_CHECK_INT(0, ARMCI_Wait(&h));
-  mp_fill_pattern(expect, N, me, t, off);
+  mp_fill_pattern(expect, N, mp_me, t, off);
   MP_CHECK_BYTES(expect, g + 1, N, "NbGet on a reused handle of data put on it");
   MP_CHECK_INT(0x3C, g[0]);
   MP_CHECK_INT(0x3C, g[N + 1]);
 
   /* And for a third operation whose handle is completed by Test. */
-  mp_fill_pattern(a, N, me, t, off + 2 * N);
+  mp_fill_pattern(a, N, mp_me, t, off + 2 * N);
   MP_CHECK_INT(0, ARMCI_NbPut(a, (char *)F[t] + off + 2 * N, N, t, &h));
   test_until_done(&h);
   ARMCI_AllFence();
   ARMCI_Barrier();
 
-  int o = (me + np - 1) % np;
+  int o = (mp_me + mp_np - 1) % mp_np;
   size_t ooff = (size_t)o * 3 * N;
   for (int p = 0; p < 3; p++) {
-    mp_fill_pattern(expect, N, o, me, ooff + (size_t)p * N);
+    mp_fill_pattern(expect, N, o, mp_me, ooff + (size_t)p * N);
     mp_set_where("piece %d put by rank %d through one reused handle", p, o);
-    MP_CHECK_BYTES(expect, (char *)F[me] + ooff + (size_t)p * N, N, "memory after handle reuse");
+    MP_CHECK_BYTES(expect, (char *)F[mp_me] + ooff + (size_t)p * N, N, "memory after handle reuse");
   }
   mp_where[0] = 0;
   free(a);
@@ -226,7 +213,7 @@ static void test_handle_reuse(void) {
   free(g);
   free(expect);
   ARMCI_Barrier();
-  free_all(F);
+  mp_free_all(F);
 }
 
 static uint64_t implicit_value(int o, int t, int k, int phase) {
@@ -238,35 +225,35 @@ static uint64_t implicit_value(int o, int t, int k, int phase) {
  * Fence. Each origin owns NIMPL slots on every target; op k uses slot k of
  * target (me + k) % np. */
 static void test_implicit_put(void) {
-  const size_t area = (size_t)np * NIMPL * sizeof(uint64_t);
-  void **B = alloc_all(3 * area);
+  const size_t area = (size_t)mp_np * NIMPL * sizeof(uint64_t);
+  void **B = mp_alloc_all(3 * area);
   ARMCI_Barrier();
   uint64_t *vals = ARMCI_Malloc_local(NIMPL * sizeof(uint64_t));
   for (int phase = 0; phase < 3; phase++) {
     for (int k = 0; k < NIMPL; k++) {
-      int t = (me + k) % np;
-      vals[k] = implicit_value(me, t, k, phase);
-      char *dst = (char *)B[t] + (size_t)phase * area + ((size_t)me * NIMPL + (size_t)k) * sizeof(uint64_t);
+      int t = (mp_me + k) % mp_np;
+      vals[k] = implicit_value(mp_me, t, k, phase);
+      char *dst = (char *)B[t] + (size_t)phase * area + ((size_t)mp_me * NIMPL + (size_t)k) * sizeof(uint64_t);
       mp_set_where("implicit NbPut %d of phase %d to rank %d", k, phase, t);
       MP_CHECK_INT(0, ARMCI_NbPut(&vals[k], dst, sizeof(uint64_t), t, NULL));
     }
     mp_set_where("completing phase %d of implicit NbPuts", phase);
     if (phase == 0)
-      for (int t = 0; t < np; t++) MP_CHECK_INT(0, ARMCI_WaitProc((me + np - t) % np));
+      for (int t = 0; t < mp_np; t++) MP_CHECK_INT(0, ARMCI_WaitProc((mp_me + mp_np - t) % mp_np));
     else if (phase == 1)
       MP_CHECK_INT(0, ARMCI_WaitAll());
     else
-      for (int t = 0; t < np; t++) ARMCI_Fence(t);
+      for (int t = 0; t < mp_np; t++) ARMCI_Fence(t);
     mp_where[0] = 0;
     memset(vals, 0xEE, NIMPL * sizeof(uint64_t));
   }
   ARMCI_AllFence();
   ARMCI_Barrier();
   for (int phase = 0; phase < 3; phase++) {
-    const uint64_t *m = (const uint64_t *)((const char *)B[me] + (size_t)phase * area);
-    for (int o = 0; o < np; o++)
+    const uint64_t *m = (const uint64_t *)((const char *)B[mp_me] + (size_t)phase * area);
+    for (int o = 0; o < mp_np; o++)
       for (int k = 0; k < NIMPL; k++) {
-        uint64_t e = (o + k) % np == me ? implicit_value(o, me, k, phase) : 0;
+        uint64_t e = (o + k) % mp_np == mp_me ? implicit_value(o, mp_me, k, phase) : 0;
         if (m[(size_t)o * NIMPL + (size_t)k] != e) {
           mp_set_where("phase %d (0 WaitProc, 1 WaitAll, 2 Fence), NbPut %d from rank %d", phase, k, o);
           MP_CHECK_INT(e, m[(size_t)o * NIMPL + (size_t)k]);
@@ -275,27 +262,27 @@ static void test_implicit_put(void) {
   }
   MP_CHECK_INT(0, ARMCI_Free_local(vals));
   ARMCI_Barrier();
-  free_all(B);
+  mp_free_all(B);
 }
 
 static void test_implicit_get_acc(void) {
-  void **E = alloc_all(EBYTES);
-  void **CI = alloc_all(4 * sizeof(int));
-  mp_fill_pattern(E[me], EBYTES, me, me, 0);
+  void **E = mp_alloc_all(EBYTES);
+  void **CI = mp_alloc_all(4 * sizeof(int));
+  mp_fill_pattern(E[mp_me], EBYTES, mp_me, mp_me, 0);
   ARMCI_Barrier();
 
   /* NbGets into distinct 8-byte cells, all outstanding at once. */
   unsigned char *cells = malloc((size_t)NIMPL * 8);
   memset(cells, 0, (size_t)NIMPL * 8);
   for (int k = 0; k < NIMPL; k++) {
-    int t = (me + k) % np;
+    int t = (mp_me + k) % mp_np;
     size_t off = ((size_t)k * 37) % (EBYTES - 8);
     MP_CHECK_INT(0, ARMCI_NbGet((char *)E[t] + off, cells + (size_t)k * 8, 8, t, NULL));
   }
   MP_CHECK_INT(0, ARMCI_WaitAll());
   unsigned char expect[8];
   for (int k = 0; k < NIMPL; k++) {
-    int t = (me + k) % np;
+    int t = (mp_me + k) % mp_np;
     size_t off = ((size_t)k * 37) % (EBYTES - 8);
     mp_fill_pattern(expect, 8, t, t, off);
     mp_set_where("implicit NbGet %d from rank %d at offset %zu, completed by WaitAll", k, t, off);
@@ -308,48 +295,39 @@ static void test_implicit_get_acc(void) {
   int src[4] = {1, -2, 3, 100000};
   int scale = 1;
   for (int k = 0; k < NIMPL; k++) {
-    int t = (me + k) % np;
+    int t = (mp_me + k) % mp_np;
     MP_CHECK_INT(0, ARMCI_NbAcc(ARMCI_ACC_INT, &scale, src, CI[t], (int)sizeof src, t, NULL));
   }
-  for (int t = 0; t < np; t++) MP_CHECK_INT(0, ARMCI_WaitProc(t));
+  for (int t = 0; t < mp_np; t++) MP_CHECK_INT(0, ARMCI_WaitProc(t));
   ARMCI_AllFence();
   ARMCI_Barrier();
   long hits = 0;
-  for (int r = 0; r < np; r++)
-    for (int k = 0; k < NIMPL; k++) hits += (r + k) % np == me;
+  for (int r = 0; r < mp_np; r++)
+    for (int k = 0; k < NIMPL; k++) hits += (r + k) % mp_np == mp_me;
   for (int i = 0; i < 4; i++) {
     mp_set_where("int %d after %ld implicit NbAccs", i, hits);
-    MP_CHECK_INT(hits * src[i], ((int *)CI[me])[i]);
+    MP_CHECK_INT(hits * src[i], ((int *)CI[mp_me])[i]);
   }
   mp_where[0] = 0;
   ARMCI_Barrier();
-  free_all(CI);
-  free_all(E);
+  mp_free_all(CI);
+  mp_free_all(E);
 }
 
-struct vslot {
-  int i;
-  int pad0;
-  long l;
-  float f;
-  float pad1;
-  double d;
-};
-
 static void test_nb_values(void) {
-  void **D = alloc_all(sizeof(struct vslot) * (size_t)np);
+  void **D = mp_alloc_all(sizeof(struct mp_value_slot) * (size_t)mp_np);
   ARMCI_Barrier();
-  armci_hdl_t *h = malloc(sizeof(armci_hdl_t) * 4 * (size_t)np);
-  for (int t = 0; t < np; t++) {
-    struct vslot *s = (struct vslot *)D[t] + me;
+  armci_hdl_t *h = malloc(sizeof(armci_hdl_t) * 4 * (size_t)mp_np);
+  for (int t = 0; t < mp_np; t++) {
+    struct mp_value_slot *s = (struct mp_value_slot *)D[t] + mp_me;
     armci_hdl_t *ht = h + 4 * t;
     for (int j = 0; j < 4; j++) ARMCI_INIT_HANDLE(&ht[j]);
-    MP_CHECK_INT(0, ARMCI_NbPutValueInt(-100 * me - t, &s->i, t, &ht[0]));
-    MP_CHECK_INT(0, ARMCI_NbPutValueLong((long)(me + 1) << 40 | t, &s->l, t, &ht[1]));
-    MP_CHECK_INT(0, ARMCI_NbPutValueFloat(me + 0.5f * t, &s->f, t, &ht[2]));
-    MP_CHECK_INT(0, ARMCI_NbPutValueDouble(-(me * 65536.0 + t + 0.75), &s->d, t, &ht[3]));
+    MP_CHECK_INT(0, ARMCI_NbPutValueInt(-100 * mp_me - t, &s->i, t, &ht[0]));
+    MP_CHECK_INT(0, ARMCI_NbPutValueLong((long)(mp_me + 1) << 40 | t, &s->l, t, &ht[1]));
+    MP_CHECK_INT(0, ARMCI_NbPutValueFloat(mp_me + 0.5f * t, &s->f, t, &ht[2]));
+    MP_CHECK_INT(0, ARMCI_NbPutValueDouble(-(mp_me * 65536.0 + t + 0.75), &s->d, t, &ht[3]));
   }
-  for (int x = 0; x < 4 * np; x++) {
+  for (int x = 0; x < 4 * mp_np; x++) {
     if (x % 3)
       MP_CHECK_INT(0, ARMCI_Wait(&h[x]));
     else
@@ -358,34 +336,21 @@ static void test_nb_values(void) {
   free(h);
   ARMCI_AllFence();
   ARMCI_Barrier();
-  const struct vslot *m = D[me];
-  for (int o = 0; o < np; o++) {
+  const struct mp_value_slot *m = D[mp_me];
+  for (int o = 0; o < mp_np; o++) {
     mp_set_where("NbPutValue* from rank %d", o);
-    MP_CHECK_INT(-100 * o - me, m[o].i);
-    MP_CHECK_INT((long)(o + 1) << 40 | me, m[o].l);
-    MP_CHECK_DBL(o + 0.5f * me, m[o].f);
-    MP_CHECK_DBL(-(o * 65536.0 + me + 0.75), m[o].d);
+    MP_CHECK_INT(-100 * o - mp_me, m[o].i);
+    MP_CHECK_INT((long)(o + 1) << 40 | mp_me, m[o].l);
+    MP_CHECK_DBL(o + 0.5f * mp_me, m[o].f);
+    MP_CHECK_DBL(-(o * 65536.0 + mp_me + 0.75), m[o].d);
   }
   mp_where[0] = 0;
   ARMCI_Barrier();
-  free_all(D);
+  mp_free_all(D);
 }
 
 int main(int argc, char **argv) {
-  mp_init(&argc, &argv);
-  me = mp_me;
-  np = mp_np;
-  test_unused_handle();
-  test_explicit_put();
-  test_explicit_get();
-  test_explicit_acc();
-  test_handle_reuse();
-  test_implicit_put();
-  test_implicit_get_acc();
-  test_nb_values();
-  test_unused_handle();
-  ARMCI_Barrier();
-  MP_CHECK_INT(0, ARMCI_Finalize());
-  mp_pass("mp_nonblocking", me);
-  return 0;
+  return MP_RUN_CASES(argc, argv, "mp_nonblocking", test_unused_handle, test_explicit_put, test_explicit_get,
+                      test_explicit_acc, test_handle_reuse, test_implicit_put, test_implicit_get_acc, test_nb_values,
+                      test_unused_handle);
 }

@@ -12,7 +12,6 @@
 
 enum { BYTES = 1 << 20, ROUNDS = 6 };
 
-static int me, np;
 
 /* Gets the peer's block into buf and checks it; then puts a fresh pattern
  * from buf and checks (by reading back with a get into a private buffer)
@@ -25,13 +24,13 @@ static void round_trip(char **base, unsigned char *buf, int peer, int round, con
   mp_fill_pattern(expect, BYTES, peer, 0, 0);
   MP_CHECK_BYTES(expect, buf, BYTES, "block got into reused memory");
   mp_set_where("%s round %d: put to rank %d", what, round, peer);
-  mp_fill_pattern(buf, BYTES, me, peer, (size_t)round + 1);
-  char *slot = base[peer] + BYTES + (size_t)me * BYTES;
+  mp_fill_pattern(buf, BYTES, mp_me, peer, (size_t)round + 1);
+  char *slot = base[peer] + BYTES + (size_t)mp_me * BYTES;
   MP_CHECK_INT(0, ARMCI_Put(buf, slot, BYTES, peer));
   ARMCI_Fence(peer);
   unsigned char *back = malloc(BYTES);
   MP_CHECK_INT(0, ARMCI_Get(slot, back, BYTES, peer));
-  mp_fill_pattern(expect, BYTES, me, peer, (size_t)round + 1);
+  mp_fill_pattern(expect, BYTES, mp_me, peer, (size_t)round + 1);
   MP_CHECK_BYTES(expect, back, BYTES, "block put from reused memory");
   /* The same block as a strided get of 256 rows of 4000 bytes (every
    * strided protocol, host-assisted included, exposes or registers buf). */
@@ -47,13 +46,10 @@ static void round_trip(char **base, unsigned char *buf, int peer, int round, con
 
 int main(int argc, char **argv) {
   mp_init(&argc, &argv);
-  me = mp_me;
-  np = mp_np;
-  char **base = malloc(sizeof(char *) * (size_t)np);
-  MP_CHECK_INT(0, ARMCI_Malloc((void **)base, (armci_size_t)BYTES * (size_t)(np + 1)));
-  mp_fill_pattern(base[me], BYTES, me, 0, 0);
+  char **base = (char **)mp_alloc_all((size_t)BYTES * (size_t)(mp_np + 1));
+  mp_fill_pattern(base[mp_me], BYTES, mp_me, 0, 0);
   ARMCI_Barrier();
-  const int peer = (me + 1) % np;
+  const int peer = (mp_me + 1) % mp_np;
 
   /* munmap, then a new mapping at the same address. */
   unsigned char *fixed = mmap(NULL, BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -97,10 +93,7 @@ int main(int argc, char **argv) {
 
   mp_where[0] = 0;
   ARMCI_Barrier();
-  MP_CHECK_INT(0, ARMCI_Free(base[me]));
-  ARMCI_Finalize();
-  if (me == 0) printf("# mp_regcache: %d of %d remaps at the same address, %d of %d mallocs\n", remapped, ROUNDS, same, ROUNDS);
-  mp_pass("mp_regcache", me);
-  free(base);
-  return 0;
+  mp_free_all((void **)base);
+  if (mp_me == 0) printf("# mp_regcache: %d of %d remaps at the same address, %d of %d mallocs\n", remapped, ROUNDS, same, ROUNDS);
+  return mp_finish("mp_regcache");
 }

@@ -31,7 +31,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-static int me, np;
 static int K;        /* Rmw rounds per target */
 static int LROUNDS;  /* lock rounds per rank */
 
@@ -59,9 +58,9 @@ static int token_a(int r, int t) { return 0x1000 * (t + 1) + r + 1; }  /* r = -1
 static int token_b(int r, int t) { return -(0x1000 * (t + 1) + r + 1); }
 static long token_l(int r, int t) { return (0x5AL << 40) | ((long)(t + 1) << 20) | (long)(r + 1); }
 
-static long *results_at(char *base, int which) { return (long *)(base + OFF_RESULTS) + (size_t)which * np * K; }
+static long *results_at(char *base, int which) { return (long *)(base + OFF_RESULTS) + (size_t)which * mp_np * K; }
 static long *tokens_at(char *base, int which) {
-  return (long *)(base + OFF_RESULTS) + (size_t)3 * np * K + (size_t)which * np;
+  return (long *)(base + OFF_RESULTS) + (size_t)3 * mp_np * K + (size_t)which * mp_np;
 }
 
 /* j such that value == start + j * inc (mod 2^width), or -1. */
@@ -75,20 +74,20 @@ static long position(unsigned long long value, long long start, long long inc, i
   }
   if (diff % (unsigned long long)step != 0) return -1;
   unsigned long long j = diff / (unsigned long long)step;
-  return j < (unsigned long long)np * (unsigned long long)K ? (long)j : -1;
+  return j < (unsigned long long)mp_np * (unsigned long long)K ? (long)j : -1;
 }
 
 static void check_fetched(char *mine, int which, long long start, long long inc, int width, const char *name) {
   long *fetched = results_at(mine, which);
-  long n = (long)np * K;
+  long n = (long)mp_np * K;
   char *seen = calloc((size_t)n, 1);
-  for (int r = 0; r < np; r++) {
+  for (int r = 0; r < mp_np; r++) {
     long last = -1;
     for (int k = 0; k < K; k++) {
       long v = fetched[(size_t)r * K + k];
       unsigned long long raw = width == 32 ? (unsigned long long)(unsigned)(int)v : (unsigned long long)v;
       long j = position(raw, start, inc, width);
-      mp_set_where("%s at rank %d: value %d fetched by rank %d", name, me, k, r);
+      mp_set_where("%s at rank %d: value %d fetched by rank %d", name, mp_me, k, r);
       MP_CHECK(j >= 0, "fetched old value %ld is not start %lld + j * %lld for any j < %ld", v, start, inc, n);
       MP_CHECK(!seen[j], "old value %ld (j = %ld) was fetched twice: two adds saw the same value", v, j);
       MP_CHECK(j > last, "rank %d's adds were not seen in its order: j %ld after %ld", r, j, last);
@@ -107,19 +106,19 @@ static int cmp_long(const void *a, const void *b) {
 
 /* The tokens now (slot + every rank's) against those at the start. */
 static void check_tokens(long slot, const long *held, long slot0, long (*initial)(int r), const char *name) {
-  long *now = malloc(sizeof(long) * (size_t)(np + 1));
-  long *then = malloc(sizeof(long) * (size_t)(np + 1));
+  long *now = malloc(sizeof(long) * (size_t)(mp_np + 1));
+  long *then = malloc(sizeof(long) * (size_t)(mp_np + 1));
   now[0] = slot;
   then[0] = slot0;
-  for (int r = 0; r < np; r++) {
+  for (int r = 0; r < mp_np; r++) {
     now[r + 1] = held[r];
     then[r + 1] = initial(r);
   }
-  qsort(now, (size_t)np + 1, sizeof(long), cmp_long);
-  qsort(then, (size_t)np + 1, sizeof(long), cmp_long);
-  for (int i = 0; i <= np; i++)
+  qsort(now, (size_t)mp_np + 1, sizeof(long), cmp_long);
+  qsort(then, (size_t)mp_np + 1, sizeof(long), cmp_long);
+  for (int i = 0; i <= mp_np; i++)
     MP_CHECK(now[i] == then[i], "%s at rank %d: tokens not conserved: sorted token %d is %ld, expected %ld", name,
-             me, i, now[i], then[i]);
+             mp_me, i, now[i], then[i]);
   free(now);
   free(then);
 }
@@ -130,56 +129,55 @@ static long init_b(int r) { return token_b(r, tok_target); }
 static long init_l(int r) { return token_l(r, tok_target); }
 
 static void test_rmw(void) {
-  size_t bytes = OFF_RESULTS + sizeof(long) * ((size_t)3 * np * K + (size_t)3 * np);
-  void **base = malloc(sizeof(void *) * (size_t)np);
-  MP_CHECK_INT(0, ARMCI_Malloc(base, (armci_size_t)bytes));
-  char *mine = base[me];
+  size_t bytes = OFF_RESULTS + sizeof(long) * ((size_t)3 * mp_np * K + (size_t)3 * mp_np);
+  void **base = mp_alloc_all(bytes);
+  char *mine = base[mp_me];
   *(int *)(mine + OFF_FADD_A) = START_A;
-  *(int *)(mine + OFF_SWAP_A) = token_a(-1, me);
-  *(int *)(mine + OFF_SWAP_B) = token_b(-1, me);
+  *(int *)(mine + OFF_SWAP_A) = token_a(-1, mp_me);
+  *(int *)(mine + OFF_SWAP_B) = token_b(-1, mp_me);
   *(int *)(mine + OFF_FADD_B) = START_B;
   *(long *)(mine + OFF_FADD_L) = START_L;
-  *(long *)(mine + OFF_SWAP_L) = token_l(-1, me);
+  *(long *)(mine + OFF_SWAP_L) = token_l(-1, mp_me);
   *(long *)(mine + OFF_GUARD) = GUARD_VALUE;
   ARMCI_Barrier();
 
-  long *got = malloc(sizeof(long) * (size_t)3 * np * K); /* [which][target][k] */
-  int *tok_a = malloc(sizeof(int) * (size_t)np), *tok_b = malloc(sizeof(int) * (size_t)np);
-  long *tok_l = malloc(sizeof(long) * (size_t)np);
-  for (int t = 0; t < np; t++) {
-    tok_a[t] = token_a(me, t);
-    tok_b[t] = token_b(me, t);
-    tok_l[t] = token_l(me, t);
+  long *got = malloc(sizeof(long) * (size_t)3 * mp_np * K); /* [which][target][k] */
+  int *tok_a = malloc(sizeof(int) * (size_t)mp_np), *tok_b = malloc(sizeof(int) * (size_t)mp_np);
+  long *tok_l = malloc(sizeof(long) * (size_t)mp_np);
+  for (int t = 0; t < mp_np; t++) {
+    tok_a[t] = token_a(mp_me, t);
+    tok_b[t] = token_b(mp_me, t);
+    tok_l[t] = token_l(mp_me, t);
   }
   for (int k = 0; k < K; k++) {
-    for (int i = 0; i < np; i++) {
-      int t = (me + i) % np; /* self first, then the others */
+    for (int i = 0; i < mp_np; i++) {
+      int t = (mp_me + i) % mp_np; /* self first, then the others */
       char *b = base[t];
       int oi;
       long ol;
       mp_set_where("Rmw round %d target %d", k, t);
       MP_CHECK_INT(0, ARMCI_Rmw(ARMCI_FETCH_AND_ADD, &oi, b + OFF_FADD_A, INC_A, t));
-      got[((size_t)0 * np + t) * K + k] = oi;
+      got[((size_t)0 * mp_np + t) * K + k] = oi;
       MP_CHECK_INT(0, ARMCI_Rmw(ARMCI_SWAP, &tok_a[t], b + OFF_SWAP_A, 0, t));
       MP_CHECK_INT(0, ARMCI_Rmw(ARMCI_FETCH_AND_ADD, &oi, b + OFF_FADD_B, INC_B, t));
-      got[((size_t)1 * np + t) * K + k] = oi;
+      got[((size_t)1 * mp_np + t) * K + k] = oi;
       MP_CHECK_INT(0, ARMCI_Rmw(ARMCI_SWAP, &tok_b[t], b + OFF_SWAP_B, 0, t));
       MP_CHECK_INT(0, ARMCI_Rmw(ARMCI_FETCH_AND_ADD_LONG, &ol, b + OFF_FADD_L, INC_L, t));
-      got[((size_t)2 * np + t) * K + k] = ol;
+      got[((size_t)2 * mp_np + t) * K + k] = ol;
       MP_CHECK_INT(0, ARMCI_Rmw(ARMCI_SWAP_LONG, &tok_l[t], b + OFF_SWAP_L, 0, t));
     }
   }
   mp_set_where("%s", "");
   /* Gather at each home: fetched values and the tokens this rank holds. */
-  for (int t = 0; t < np; t++) {
+  for (int t = 0; t < mp_np; t++) {
     for (int w = 0; w < 3; w++)
-      ARMCI_Put(&got[((size_t)w * np + t) * K], results_at(base[t], w) + (size_t)me * K, (int)(sizeof(long) * K), t);
+      ARMCI_Put(&got[((size_t)w * mp_np + t) * K], results_at(base[t], w) + (size_t)mp_me * K, (int)(sizeof(long) * K), t);
     long held[3] = {tok_a[t], tok_b[t], tok_l[t]};
-    for (int w = 0; w < 3; w++) ARMCI_PutValueLong(held[w], tokens_at(base[t], w) + me, t);
+    for (int w = 0; w < 3; w++) ARMCI_PutValueLong(held[w], tokens_at(base[t], w) + mp_me, t);
   }
   ARMCI_Barrier();
 
-  long total = (long)np * K;
+  long total = (long)mp_np * K;
   MP_CHECK_INT((int)((unsigned)START_A + (unsigned)(INC_A * total)), *(int *)(mine + OFF_FADD_A));
   MP_CHECK_INT((int)((unsigned)START_B + (unsigned)(INC_B * total)), *(int *)(mine + OFF_FADD_B));
   MP_CHECK_INT(START_L + INC_L * total, *(long *)(mine + OFF_FADD_L));
@@ -187,15 +185,15 @@ static void test_rmw(void) {
   check_fetched(mine, 0, START_A, INC_A, 32, "int fetch-and-add (low half)");
   check_fetched(mine, 1, START_B, INC_B, 32, "int fetch-and-add (high half, negative)");
   check_fetched(mine, 2, START_L, INC_L, 64, "long fetch-and-add");
-  tok_target = me;
-  check_tokens(*(int *)(mine + OFF_SWAP_A), tokens_at(mine, 0), token_a(-1, me), init_a, "int swap (high half)");
-  check_tokens(*(int *)(mine + OFF_SWAP_B), tokens_at(mine, 1), token_b(-1, me), init_b, "int swap (low half)");
-  check_tokens(*(long *)(mine + OFF_SWAP_L), tokens_at(mine, 2), token_l(-1, me), init_l, "long swap");
+  tok_target = mp_me;
+  check_tokens(*(int *)(mine + OFF_SWAP_A), tokens_at(mine, 0), token_a(-1, mp_me), init_a, "int swap (high half)");
+  check_tokens(*(int *)(mine + OFF_SWAP_B), tokens_at(mine, 1), token_b(-1, mp_me), init_b, "int swap (low half)");
+  check_tokens(*(long *)(mine + OFF_SWAP_L), tokens_at(mine, 2), token_l(-1, mp_me), init_l, "long swap");
 
   /* A swap hands back exactly what was there; a fetch-and-add of 0 reads. */
   ARMCI_Barrier();
-  if (me == 0) {
-    int t = np - 1;
+  if (mp_me == 0) {
+    int t = mp_np - 1;
     long v = -42;
     MP_CHECK_INT(0, ARMCI_Rmw(ARMCI_SWAP_LONG, &v, (char *)base[t] + OFF_GUARD, 0, t));
     MP_CHECK_INT(GUARD_VALUE, v);
@@ -228,7 +226,7 @@ typedef struct {
 
 static int mutexes_of(int r) { return 2 + r % 2; }
 /* Block of mutex m homed at h: lives at rank (h + 1) % np, index h*MAXMUTEX + m. */
-static int block_rank(int h) { return (h + 1) % np; }
+static int block_rank(int h) { return (h + 1) % mp_np; }
 static size_t block_index(int h, int m) { return (size_t)h * MAXMUTEX + (size_t)m; }
 
 typedef struct {
@@ -237,7 +235,7 @@ typedef struct {
 
 static pick_t pick(mp_rng_t *rng) {
   pick_t p;
-  p.h = (int)mp_rng_below(rng, (uint64_t)np);
+  p.h = (int)mp_rng_below(rng, (uint64_t)mp_np);
   p.m = (int)mp_rng_below(rng, (uint64_t)mutexes_of(p.h));
   return p;
 }
@@ -249,16 +247,16 @@ static void update_block(void **base, pick_t p) {
   MP_CHECK_INT(0, ARMCI_Get(remote, &b, sizeof b, d));
   MP_CHECK(b.holder == -1, "mutual exclusion violated: mutex %d of rank %d is held by rank %ld too", p.m, p.h,
            b.holder);
-  long claim = me;
+  long claim = mp_me;
   MP_CHECK_INT(0, ARMCI_Put(&claim, &remote->holder, sizeof claim, d));
   sched_yield(); /* widen the window a broken lock would let others in through */
   block_t again;
   MP_CHECK_INT(0, ARMCI_Get(remote, &again, sizeof again, d));
-  MP_CHECK(again.holder == me && again.count == b.count,
+  MP_CHECK(again.holder == mp_me && again.count == b.count,
            "mutual exclusion violated: mutex %d of rank %d: holder %ld count %ld, expected %d and %ld", p.m, p.h,
-           again.holder, again.count, me, b.count);
+           again.holder, again.count, mp_me, b.count);
   b.count += 1;
-  for (int i = 0; i < NSUM; i++) b.sum[i] += (long)(me + 1) * (i + 1);
+  for (int i = 0; i < NSUM; i++) b.sum[i] += (long)(mp_me + 1) * (i + 1);
   b.holder = -1;
   MP_CHECK_INT(0, ARMCI_Put(&b, remote, sizeof b, d));
 }
@@ -274,7 +272,7 @@ static long *holders; /* [home * MAXMUTEX + mutex] */
 static void holders_open(void) {
   char name[64];
   snprintf(name, sizeof name, "/mp_rmw_holders_%ld", (long)getppid());
-  size_t bytes = sizeof(long) * (size_t)np * MAXMUTEX;
+  size_t bytes = sizeof(long) * (size_t)mp_np * MAXMUTEX;
   int fd = shm_open(name, O_CREAT | O_RDWR, 0600);
   MP_CHECK(fd >= 0 && ftruncate(fd, (off_t)bytes) == 0, "shared holder counts %s: %s", name, strerror(errno));
   holders = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -286,13 +284,13 @@ static void holders_open(void) {
   ARMCI_Barrier();
 }
 
-static void holders_close(void) { munmap(holders, sizeof(long) * (size_t)np * MAXMUTEX); }
+static void holders_close(void) { munmap(holders, sizeof(long) * (size_t)mp_np * MAXMUTEX); }
 
 static void lock_counted(pick_t p) {
   ARMCI_Lock(p.m, p.h);
   long others = __atomic_fetch_add(&holders[block_index(p.h, p.m)], 1, __ATOMIC_SEQ_CST);
   MP_CHECK(others == 0, "mutual exclusion violated: rank %d got mutex %d of rank %d while %ld other rank(s) of this host held it",
-           me, p.m, p.h, others);
+           mp_me, p.m, p.h, others);
 }
 
 static void unlock_counted(pick_t p) {
@@ -303,20 +301,16 @@ static void unlock_counted(pick_t p) {
 static int before(pick_t a, pick_t b) { return a.h < b.h || (a.h == b.h && a.m < b.m); }
 
 static void test_mutexes(void) {
-  size_t nblocks = (size_t)np * MAXMUTEX;
-  void **base = malloc(sizeof(void *) * (size_t)np);
-  MP_CHECK_INT(0, ARMCI_Malloc(base, (armci_size_t)(sizeof(block_t) * nblocks)));
-  block_t *mine = base[me];
-  for (size_t i = 0; i < nblocks; i++) {
-    memset(&mine[i], 0, sizeof(block_t));
-    mine[i].holder = -1;
-  }
-  MP_CHECK_INT(0, ARMCI_Create_mutexes(mutexes_of(me)));
+  size_t nblocks = (size_t)mp_np * MAXMUTEX;
+  void **base = mp_alloc_all(sizeof(block_t) * nblocks);
+  block_t *mine = base[mp_me];
+  for (size_t i = 0; i < nblocks; i++) mine[i].holder = -1;
+  MP_CHECK_INT(0, ARMCI_Create_mutexes(mutexes_of(mp_me)));
   ARMCI_Barrier();
 
   holders_open();
   mp_rng_t rng;
-  mp_rng_init(&rng, mp_seed(), me, 7);
+  mp_rng_init(&rng, mp_seed(), mp_me, 7);
   for (int it = 0; it < LROUNDS; it++) {
     mp_set_where("lock round %d", it);
     pick_t a = pick(&rng);
@@ -344,7 +338,7 @@ static void test_mutexes(void) {
   /* Every home of data replays every rank's picks. */
   long *count = calloc(nblocks, sizeof(long));
   long *weight = calloc(nblocks, sizeof(long));
-  for (int r = 0; r < np; r++) {
+  for (int r = 0; r < mp_np; r++) {
     mp_rng_t replay;
     mp_rng_init(&replay, mp_seed(), r, 7);
     for (int it = 0; it < LROUNDS; it++) {
@@ -363,8 +357,8 @@ static void test_mutexes(void) {
       }
     }
   }
-  for (int h = 0; h < np; h++) {
-    if (block_rank(h) != me) continue;
+  for (int h = 0; h < mp_np; h++) {
+    if (block_rank(h) != mp_me) continue;
     for (int m = 0; m < mutexes_of(h); m++) {
       block_t *b = &mine[block_index(h, m)];
       mp_set_where("block of mutex %d of rank %d", m, h);
@@ -380,19 +374,19 @@ static void test_mutexes(void) {
   /* Destroy, create a different set (none at rank 0), use it. */
   mine[0].count = 0;
   MP_CHECK_INT(0, ARMCI_Destroy_mutexes());
-  MP_CHECK_INT(0, ARMCI_Create_mutexes(me == 0 ? 0 : 1));
-  for (int i = 0; i < 20 && np > 1; i++) {
-    int h = 1 + (me + i) % (np - 1);
+  MP_CHECK_INT(0, ARMCI_Create_mutexes(mp_me == 0 ? 0 : 1));
+  for (int i = 0; i < 20 && mp_np > 1; i++) {
+    int h = 1 + (mp_me + i) % (mp_np - 1);
     ARMCI_Lock(0, h);
     long v = ARMCI_GetValueLong(&((block_t *)base[h])[0].count, h);
     ARMCI_PutValueLong(v + 1, &((block_t *)base[h])[0].count, h);
     ARMCI_Unlock(0, h);
   }
   ARMCI_Barrier();
-  if (me != 0) {
+  if (mp_me != 0) {
     long expected = 0;
-    for (int r = 0; r < np; r++)
-      for (int i = 0; i < 20; i++) expected += 1 + (r + i) % (np - 1) == me;
+    for (int r = 0; r < mp_np; r++)
+      for (int i = 0; i < 20; i++) expected += 1 + (r + i) % (mp_np - 1) == mp_me;
     MP_CHECK_INT(expected, mine[0].count);
   }
   MP_CHECK_INT(0, ARMCI_Destroy_mutexes());
@@ -408,14 +402,12 @@ enum { NOTE_BYTES = 4096, FLAG_BYTES = 65536, NOTE_ROUNDS = 20, FLAG_ROUNDS = 10
 static unsigned char round_byte(int origin, int round, size_t i) { return mp_pattern(origin, round, i); }
 
 static void test_notify(void) {
-  int next = (me + 1) % np, prev = (me + np - 1) % np;
+  int next = (mp_me + 1) % mp_np, prev = (mp_me + mp_np - 1) % mp_np;
   /* [inbox: NOTE_BYTES][acc slot: long][flags: np ints][flag inbox: FLAG_BYTES] */
-  size_t off_acc = NOTE_BYTES, off_flags = NOTE_BYTES + 64, off_fbox = off_flags + 64 * (size_t)np;
+  size_t off_acc = NOTE_BYTES, off_flags = NOTE_BYTES + 64, off_fbox = off_flags + 64 * (size_t)mp_np;
   size_t bytes = off_fbox + FLAG_BYTES;
-  void **base = malloc(sizeof(void *) * (size_t)np);
-  MP_CHECK_INT(0, ARMCI_Malloc(base, (armci_size_t)bytes));
-  char *mine = base[me];
-  memset(mine, 0, bytes);
+  void **base = mp_alloc_all(bytes);
+  char *mine = base[mp_me];
   unsigned char *src = malloc(FLAG_BYTES);
   ARMCI_Barrier();
 
@@ -423,7 +415,7 @@ static void test_notify(void) {
   int sent = 0, waited = 0;
   for (int round = 0; round < NOTE_ROUNDS; round++) {
     mp_set_where("notify round %d", round);
-    for (size_t i = 0; i < NOTE_BYTES; i++) src[i] = round_byte(me, round, i);
+    for (size_t i = 0; i < NOTE_BYTES; i++) src[i] = round_byte(mp_me, round, i);
     MP_CHECK_INT(0, ARMCI_Put(src, base[next], NOTE_BYTES, next));
     long one = round + 1, scale = 1;
     MP_CHECK_INT(0, ARMCI_Acc(ARMCI_ACC_LNG, &scale, &one, (char *)base[next] + off_acc, sizeof(long), next));
@@ -449,19 +441,19 @@ static void test_notify(void) {
     MP_CHECK(received >= waited && received <= NOTE_ROUNDS + 3, "received %d after %d waits", received, waited);
   }
   /* To self. */
-  MP_CHECK_INT(np == 1 ? sent + 1 : 1, armci_notify(me));
+  MP_CHECK_INT(mp_np == 1 ? sent + 1 : 1, armci_notify(mp_me));
   int v = -1;
-  MP_CHECK_INT(np == 1 ? waited + 1 : 1, armci_notify_wait(me, &v));
-  MP_CHECK_INT(np == 1 ? waited + 1 : 1, v);
+  MP_CHECK_INT(mp_np == 1 ? waited + 1 : 1, armci_notify_wait(mp_me, &v));
+  MP_CHECK_INT(mp_np == 1 ? waited + 1 : 1, v);
   ARMCI_Barrier();
 
   /* Put_flag around the ring: the flag (one per origin) must not show before
    * the data. The target only spins on memory. */
   int *flag_from_prev = (int *)(mine + off_flags + 64 * (size_t)prev);
-  for (int round = 0; round < FLAG_ROUNDS && np > 1; round++) {
+  for (int round = 0; round < FLAG_ROUNDS && mp_np > 1; round++) {
     mp_set_where("Put_flag round %d", round);
-    for (size_t i = 0; i < FLAG_BYTES; i++) src[i] = round_byte(me + 100, round, i);
-    int *their_flag = (int *)((char *)base[next] + off_flags + 64 * (size_t)me);
+    for (size_t i = 0; i < FLAG_BYTES; i++) src[i] = round_byte(mp_me + 100, round, i);
+    int *their_flag = (int *)((char *)base[next] + off_flags + 64 * (size_t)mp_me);
     MP_CHECK_INT(0, ARMCI_Put_flag(src, (char *)base[next] + off_fbox, FLAG_BYTES, their_flag, round + 1, next));
     double deadline = mp_now() + 60;
     while (*(volatile int *)flag_from_prev != round + 1) {
@@ -484,8 +476,6 @@ static void test_notify(void) {
 
 int main(int argc, char **argv) {
   mp_init(&argc, &argv);
-  me = mp_me;
-  np = mp_np;
   int iters = mp_env_int("MP_RMW_ITERS", 0);
   K = iters > 0 ? iters : 60;
   LROUNDS = iters > 0 ? 5 * iters : 300;
@@ -496,9 +486,7 @@ int main(int argc, char **argv) {
   double t2 = mp_now();
   test_notify();
   double t3 = mp_now();
-  if (me == 0)
-    printf("mp_rmw: np %d: rmw %.2f s, mutexes %.2f s, notify/Put_flag %.2f s\n", np, t1 - t0, t2 - t1, t3 - t2);
-  ARMCI_Finalize();
-  mp_pass("mp_rmw", me);
-  return 0;
+  if (mp_me == 0)
+    printf("mp_rmw: np %d: rmw %.2f s, mutexes %.2f s, notify/Put_flag %.2f s\n", mp_np, t1 - t0, t2 - t1, t3 - t2);
+  return mp_finish("mp_rmw");
 }

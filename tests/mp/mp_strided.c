@@ -13,7 +13,6 @@
 
 #include <sched.h>
 
-static int me, np;
 
 enum { SLOT = 1024, MAXL = 8 };
 
@@ -97,9 +96,42 @@ static void make_vec(vec_t *v, const layout_t *L, char *src, char *dst) {
   }
 }
 
+enum op { PUT, GET, ACC };
+
+/* Starts one transfer of layout L between s and d on rank t, of the kind and
+ * in the mode asked (type and scale for ACC only); the vector form builds its
+ * segment lists in v, which must live until the transfer completes. */
+static void issue(enum op op, enum kind kd, enum mode m, const layout_t *L, char *s, char *d, int t, armci_hdl_t *h,
+                  vec_t *v, int type, void *scale) {
+  int *cnt = (int *)L->count, *ss = (int *)L->ss, *ds = (int *)L->ds, lv = L->levels;
+  ARMCI_INIT_HANDLE(h);
+  armci_hdl_t *hp = m == NB_HANDLE ? h : NULL;
+  const int blocking = m == BLOCKING;
+  int rc = -1;
+  if (kd == VECTOR) make_vec(v, L, s, d);
+  switch (op) {
+  case PUT:
+    if (kd == VECTOR) rc = blocking ? ARMCI_PutV(v->iov, v->len, t) : ARMCI_NbPutV(v->iov, v->len, t, hp);
+    else rc = blocking ? ARMCI_PutS(s, ss, d, ds, cnt, lv, t) : ARMCI_NbPutS(s, ss, d, ds, cnt, lv, t, hp);
+    break;
+  case GET:
+    if (kd == VECTOR) rc = blocking ? ARMCI_GetV(v->iov, v->len, t) : ARMCI_NbGetV(v->iov, v->len, t, hp);
+    else rc = blocking ? ARMCI_GetS(s, ss, d, ds, cnt, lv, t) : ARMCI_NbGetS(s, ss, d, ds, cnt, lv, t, hp);
+    break;
+  case ACC:
+    if (kd == VECTOR)
+      rc = blocking ? ARMCI_AccV(type, scale, v->iov, v->len, t) : ARMCI_NbAccV(type, scale, v->iov, v->len, t, hp);
+    else
+      rc = blocking ? ARMCI_AccS(type, scale, s, ss, d, ds, cnt, lv, t)
+                    : ARMCI_NbAccS(type, scale, s, ss, d, ds, cnt, lv, t, hp);
+    break;
+  }
+  MP_CHECK_INT(0, rc);
+}
+
 static void complete(enum mode m, armci_hdl_t *h) {
   if (m == NB_HANDLE) {
-    for (int t = 0; t < np; t++) ARMCI_Wait(&h[t]);
+    for (int t = 0; t < mp_np; t++) ARMCI_Wait(&h[t]);
   } else if (m == NB_IMPLICIT) {
     ARMCI_WaitAll();
   }
@@ -109,29 +141,19 @@ static void complete(enum mode m, armci_hdl_t *h) {
 
 static void test_put(char **base, enum kind kd, enum mode m, const layout_t *L, int li) {
   const size_t off = 3; /* odd start inside each origin's slot */
-  memset(base[me], 0, (size_t)SLOT * (size_t)np);
+  memset(base[mp_me], 0, (size_t)SLOT * (size_t)mp_np);
   ARMCI_Barrier();
   long sext = extent(L, L->ss);
-  char *src = malloc((size_t)sext * (size_t)np);
-  armci_hdl_t h[np];
-  vec_t *vec = malloc(sizeof *vec * (size_t)np);
-  for (int k = 0; k < np; k++) {
-    int t = (me + k) % np;
+  char *src = malloc((size_t)sext * (size_t)mp_np);
+  armci_hdl_t h[mp_np];
+  vec_t *vec = malloc(sizeof *vec * (size_t)mp_np);
+  for (int k = 0; k < mp_np; k++) {
+    int t = (mp_me + k) % mp_np;
     char *s = src + (size_t)t * (size_t)sext;
-    mp_fill_pattern(s, (size_t)sext, me, t, (size_t)li * 1000);
-    char *d = base[t] + (size_t)me * SLOT + off;
+    mp_fill_pattern(s, (size_t)sext, mp_me, t, (size_t)li * 1000);
+    char *d = base[t] + (size_t)mp_me * SLOT + off;
     mp_set_where("%s Put %s layout %d to rank %d", kind_name[kd], mode_name[m], li, t);
-    ARMCI_INIT_HANDLE(&h[t]);
-    armci_hdl_t *hp = m == NB_HANDLE ? &h[t] : NULL;
-    if (kd == STRIDED) {
-      int *cnt = (int *)L->count, *ss = (int *)L->ss, *ds = (int *)L->ds;
-      if (m == BLOCKING) MP_CHECK_INT(0, ARMCI_PutS(s, ss, d, ds, cnt, L->levels, t));
-      else MP_CHECK_INT(0, ARMCI_NbPutS(s, ss, d, ds, cnt, L->levels, t, hp));
-    } else {
-      make_vec(&vec[t], L, s, d);
-      if (m == BLOCKING) MP_CHECK_INT(0, ARMCI_PutV(vec[t].iov, vec[t].len, t));
-      else MP_CHECK_INT(0, ARMCI_NbPutV(vec[t].iov, vec[t].len, t, hp));
-    }
+    issue(PUT, kd, m, L, s, d, t, &h[t], &vec[t], 0, NULL);
     /* A blocking Put must not read its source after returning. */
     if (m == BLOCKING) memset(s, 0xEE, (size_t)sext);
   }
@@ -140,16 +162,16 @@ static void test_put(char **base, enum kind kd, enum mode m, const layout_t *L, 
   ARMCI_Barrier();
   unsigned char *expect = malloc(SLOT);
   unsigned char *pat = malloc((size_t)sext);
-  for (int o = 0; o < np; o++) {
+  for (int o = 0; o < mp_np; o++) {
     memset(expect, 0, SLOT);
-    mp_fill_pattern(pat, (size_t)sext, o, me, (size_t)li * 1000);
+    mp_fill_pattern(pat, (size_t)sext, o, mp_me, (size_t)li * 1000);
     for (long k = 0; k < npieces(L); k++) {
       long so, dof;
       piece(L, k, &so, &dof);
       memcpy(expect + off + dof, pat + so, (size_t)L->count[0]);
     }
-    mp_set_where("%s Put %s layout %d: memory of rank %d from rank %d", kind_name[kd], mode_name[m], li, me, o);
-    MP_CHECK_BYTES(expect, base[me] + (size_t)o * SLOT, SLOT, "target slot after strided Put");
+    mp_set_where("%s Put %s layout %d: memory of rank %d from rank %d", kind_name[kd], mode_name[m], li, mp_me, o);
+    MP_CHECK_BYTES(expect, base[mp_me] + (size_t)o * SLOT, SLOT, "target slot after strided Put");
   }
   ARMCI_Barrier();
   free(expect);
@@ -162,40 +184,30 @@ static void test_put(char **base, enum kind kd, enum mode m, const layout_t *L, 
 
 static void test_get(char **base, enum kind kd, enum mode m, const layout_t *L, int li) {
   const size_t off = 5;
-  mp_fill_pattern(base[me], (size_t)SLOT * (size_t)np, me, me, 77);
+  mp_fill_pattern(base[mp_me], (size_t)SLOT * (size_t)mp_np, mp_me, mp_me, 77);
   ARMCI_Barrier();
   long dext = extent(L, L->ds);
-  char *dst = malloc((size_t)dext * (size_t)np);
-  memset(dst, 0xEE, (size_t)dext * (size_t)np);
-  armci_hdl_t h[np];
-  vec_t *vec = malloc(sizeof *vec * (size_t)np);
-  for (int k = 0; k < np; k++) {
-    int t = (me + k) % np;
-    char *s = base[t] + (size_t)me * SLOT + off;
+  char *dst = malloc((size_t)dext * (size_t)mp_np);
+  memset(dst, 0xEE, (size_t)dext * (size_t)mp_np);
+  armci_hdl_t h[mp_np];
+  vec_t *vec = malloc(sizeof *vec * (size_t)mp_np);
+  for (int k = 0; k < mp_np; k++) {
+    int t = (mp_me + k) % mp_np;
+    char *s = base[t] + (size_t)mp_me * SLOT + off;
     char *d = dst + (size_t)t * (size_t)dext;
     mp_set_where("%s Get %s layout %d from rank %d", kind_name[kd], mode_name[m], li, t);
-    ARMCI_INIT_HANDLE(&h[t]);
-    armci_hdl_t *hp = m == NB_HANDLE ? &h[t] : NULL;
-    if (kd == STRIDED) {
-      int *cnt = (int *)L->count, *ss = (int *)L->ss, *ds = (int *)L->ds;
-      if (m == BLOCKING) MP_CHECK_INT(0, ARMCI_GetS(s, ss, d, ds, cnt, L->levels, t));
-      else MP_CHECK_INT(0, ARMCI_NbGetS(s, ss, d, ds, cnt, L->levels, t, hp));
-    } else {
-      make_vec(&vec[t], L, s, d);
-      if (m == BLOCKING) MP_CHECK_INT(0, ARMCI_GetV(vec[t].iov, vec[t].len, t));
-      else MP_CHECK_INT(0, ARMCI_NbGetV(vec[t].iov, vec[t].len, t, hp));
-    }
+    issue(GET, kd, m, L, s, d, t, &h[t], &vec[t], 0, NULL);
   }
   complete(m, h);
   unsigned char *expect = malloc((size_t)dext);
-  unsigned char *remote = malloc((size_t)SLOT * (size_t)np);
-  for (int t = 0; t < np; t++) {
-    mp_fill_pattern(remote, (size_t)SLOT * (size_t)np, t, t, 77);
+  unsigned char *remote = malloc((size_t)SLOT * (size_t)mp_np);
+  for (int t = 0; t < mp_np; t++) {
+    mp_fill_pattern(remote, (size_t)SLOT * (size_t)mp_np, t, t, 77);
     memset(expect, 0xEE, (size_t)dext);
     for (long k = 0; k < npieces(L); k++) {
       long so, dof;
       piece(L, k, &so, &dof);
-      memcpy(expect + dof, remote + (size_t)me * SLOT + off + so, (size_t)L->count[0]);
+      memcpy(expect + dof, remote + (size_t)mp_me * SLOT + off + so, (size_t)L->count[0]);
     }
     mp_set_where("%s Get %s layout %d from rank %d", kind_name[kd], mode_name[m], li, t);
     MP_CHECK_BYTES(expect, dst + (size_t)t * (size_t)dext, dext, "local buffer after strided Get");
@@ -220,43 +232,33 @@ static void test_acc(char **base, enum kind kd, enum mode m, const layout_t *L, 
   const size_t off = 8;
   const long nel = SLOT / (long)es;
   for (long e = 0; e < nel; e++) {
-    if (dbl) ((double *)base[me])[e] = init_value(me, e);
-    else ((int *)base[me])[e] = (int)init_value(me, e);
+    if (dbl) ((double *)base[mp_me])[e] = init_value(mp_me, e);
+    else ((int *)base[mp_me])[e] = (int)init_value(mp_me, e);
   }
   ARMCI_Barrier();
   long sext = extent(L, L->ss);
   char *src = malloc((size_t)sext);
   for (long e = 0; e < sext / (long)es; e++) {
-    if (dbl) ((double *)src)[e] = src_value(me, e);
-    else ((int *)src)[e] = (int)src_value(me, e);
+    if (dbl) ((double *)src)[e] = src_value(mp_me, e);
+    else ((int *)src)[e] = (int)src_value(mp_me, e);
   }
   int iscale = 2;
   double dscale = 0.5;
   void *scale = dbl ? (void *)&dscale : (void *)&iscale;
-  armci_hdl_t h[np];
-  vec_t *vec = malloc(sizeof *vec * (size_t)np);
-  for (int k = 0; k < np; k++) {
-    int t = (me + k) % np;
+  armci_hdl_t h[mp_np];
+  vec_t *vec = malloc(sizeof *vec * (size_t)mp_np);
+  for (int k = 0; k < mp_np; k++) {
+    int t = (mp_me + k) % mp_np;
     char *d = base[t] + off;
     mp_set_where("%s Acc(%s) %s layout %d to rank %d", kind_name[kd], dbl ? "dbl" : "int", mode_name[m], li, t);
-    ARMCI_INIT_HANDLE(&h[t]);
-    armci_hdl_t *hp = m == NB_HANDLE ? &h[t] : NULL;
-    if (kd == STRIDED) {
-      int *cnt = (int *)L->count, *ss = (int *)L->ss, *ds = (int *)L->ds;
-      if (m == BLOCKING) MP_CHECK_INT(0, ARMCI_AccS(type, scale, src, ss, d, ds, cnt, L->levels, t));
-      else MP_CHECK_INT(0, ARMCI_NbAccS(type, scale, src, ss, d, ds, cnt, L->levels, t, hp));
-    } else {
-      make_vec(&vec[t], L, src, d);
-      if (m == BLOCKING) MP_CHECK_INT(0, ARMCI_AccV(type, scale, vec[t].iov, vec[t].len, t));
-      else MP_CHECK_INT(0, ARMCI_NbAccV(type, scale, vec[t].iov, vec[t].len, t, hp));
-    }
+    issue(ACC, kd, m, L, src, d, t, &h[t], &vec[t], type, scale);
   }
   complete(m, h);
   ARMCI_AllFence();
   ARMCI_Barrier();
   double *expect = malloc(sizeof(double) * (size_t)nel);
-  for (long e = 0; e < nel; e++) expect[e] = init_value(me, e);
-  for (int o = 0; o < np; o++)
+  for (long e = 0; e < nel; e++) expect[e] = init_value(mp_me, e);
+  for (int o = 0; o < mp_np; o++)
     for (long k = 0; k < npieces(L); k++) {
       long so, dof;
       piece(L, k, &so, &dof);
@@ -267,9 +269,9 @@ static void test_acc(char **base, enum kind kd, enum mode m, const layout_t *L, 
     }
   for (long e = 0; e < nel; e++) {
     mp_set_where("%s Acc(%s) %s layout %d: rank %d element %ld", kind_name[kd], dbl ? "dbl" : "int",
-                 mode_name[m], li, me, e);
-    if (dbl) MP_CHECK_DBL(expect[e], ((double *)base[me])[e]);
-    else MP_CHECK_INT((long long)expect[e], ((int *)base[me])[e]);
+                 mode_name[m], li, mp_me, e);
+    if (dbl) MP_CHECK_DBL(expect[e], ((double *)base[mp_me])[e]);
+    else MP_CHECK_INT((long long)expect[e], ((int *)base[mp_me])[e]);
   }
   ARMCI_Barrier();
   free(expect);
@@ -284,7 +286,7 @@ static void test_pack(void) {
     const layout_t *L = &byte_layouts[li];
     long ext = extent(L, L->ds), n = npieces(L), total = n * L->count[0];
     unsigned char *strided = malloc((size_t)ext), *buf = malloc((size_t)total + 1), *expect = malloc((size_t)ext);
-    mp_fill_pattern(strided, (size_t)ext, me, li, 0);
+    mp_fill_pattern(strided, (size_t)ext, mp_me, li, 0);
     memset(buf, 0xEE, (size_t)total + 1);
     armci_write_strided(strided, L->levels, (int *)L->ds, (int *)L->count, (char *)buf);
     mp_set_where("armci_write_strided layout %d", li);
@@ -296,7 +298,7 @@ static void test_pack(void) {
     MP_CHECK_INT(0xEE, buf[total]);
     memset(strided, 0x11, (size_t)ext);
     memset(expect, 0x11, (size_t)ext);
-    mp_fill_pattern(buf, (size_t)total, li, me, 9);
+    mp_fill_pattern(buf, (size_t)total, li, mp_me, 9);
     for (long k = 0; k < n; k++) {
       long so, dof;
       piece(L, k, &so, &dof);
@@ -321,15 +323,14 @@ static void test_large(void) {
                                   {1, 3000, 3, 1},
                                   {20000, 6, 20480, 20001}};
   const size_t region = 160 * 1024 + 64;
-  void **R = malloc(sizeof(void *) * (size_t)np);
-  MP_CHECK_INT(0, ARMCI_Malloc(R, (armci_size_t)region));
-  const int next = (me + 1) % np, prev = (me + np - 1) % np;
+  void **R = mp_alloc_all(region);
+  const int next = (mp_me + 1) % mp_np, prev = (mp_me + mp_np - 1) % mp_np;
   for (int si = 0; si < 4; si++) {
     const int piece = shapes[si][0], n = shapes[si][1], rs = shapes[si][2], ls = shapes[si][3];
     const size_t lext = (size_t)ls * (size_t)(n - 1) + (size_t)piece;
     unsigned char *src = malloc(lext), *back = malloc(lext), *expect = malloc(lext);
-    mp_fill_pattern(src, lext, me, next, (size_t)si);
-    memset(R[me], 0, region);
+    mp_fill_pattern(src, lext, mp_me, next, (size_t)si);
+    memset(R[mp_me], 0, region);
     int count[2] = {piece, n}, rstride[1] = {rs}, lstride[1] = {ls};
     ARMCI_Barrier();
     armci_hdl_t h;
@@ -341,8 +342,8 @@ static void test_large(void) {
     ARMCI_Barrier();
     /* What prev wrote here, checked against its pattern. */
     unsigned char *theirs = malloc(lext);
-    mp_fill_pattern(theirs, lext, prev, me, (size_t)si);
-    const unsigned char *mine = (const unsigned char *)R[me] + 8;
+    mp_fill_pattern(theirs, lext, prev, mp_me, (size_t)si);
+    const unsigned char *mine = (const unsigned char *)R[mp_me] + 8;
     for (int k = 0; k < n; k++) {
       mp_set_where("large NbPutS shape %d from rank %d, piece %d", si, prev, k);
       MP_CHECK_BYTES(theirs + (size_t)k * (size_t)ls, mine + (size_t)k * (size_t)rs, (size_t)piece, "piece");
@@ -360,13 +361,13 @@ static void test_large(void) {
     MP_CHECK_BYTES(expect, back, lext, "strided get of what this rank put");
     ARMCI_Barrier();
     /* PutS_flag: new data, then the flag; the target watches memory only. */
-    memset(R[me], 0, region);
+    memset(R[mp_me], 0, region);
     ARMCI_Barrier();
     for (size_t i = 0; i < lext; i++) src[i] ^= 0xA5;
     int *flag_there = (int *)((char *)R[next] + region - 64);
     mp_set_where("ARMCI_PutS_flag shape %d to rank %d", si, next);
     MP_CHECK_INT(0, ARMCI_PutS_flag(src, lstride, (char *)R[next] + 8, rstride, count, 1, flag_there, si + 1, next));
-    volatile int *flag_here = (volatile int *)((char *)R[me] + region - 64);
+    volatile int *flag_here = (volatile int *)((char *)R[mp_me] + region - 64);
     double deadline = mp_now() + 60;
     while (*flag_here != si + 1) {
       MP_CHECK(mp_now() < deadline, "PutS_flag from rank %d: flag still %d after 60 s", prev, *flag_here);
@@ -375,7 +376,7 @@ static void test_large(void) {
     for (size_t i = 0; i < lext; i++) theirs[i] ^= 0xA5;
     for (int k = 0; k < n; k++) {
       mp_set_where("PutS_flag shape %d from rank %d, piece %d (flag already set)", si, prev, k);
-      MP_CHECK_BYTES(theirs + (size_t)k * (size_t)ls, (const unsigned char *)R[me] + 8 + (size_t)k * (size_t)rs,
+      MP_CHECK_BYTES(theirs + (size_t)k * (size_t)ls, (const unsigned char *)R[mp_me] + 8 + (size_t)k * (size_t)rs,
                      (size_t)piece, "piece");
     }
     ARMCI_Barrier();
@@ -384,16 +385,12 @@ static void test_large(void) {
     free(back);
     free(expect);
   }
-  MP_CHECK_INT(0, ARMCI_Free(R[me]));
-  free(R);
+  mp_free_all(R);
 }
 
-int main(int argc, char **argv) {
-  mp_init(&argc, &argv);
-  me = mp_me;
-  np = mp_np;
-  void **base = malloc(sizeof(void *) * (size_t)np);
-  MP_CHECK_INT(0, ARMCI_Malloc(base, (armci_size_t)SLOT * np));
+/* Every layout in every kind and mode, in one allocation of a slot per rank. */
+static void test_layouts(void) {
+  void **base = mp_alloc_all((size_t)SLOT * (size_t)mp_np);
   for (int kd = STRIDED; kd <= VECTOR; kd++)
     for (int m = 0; m < NMODES; m++) {
       for (int li = 0; li < NBYTE; li++) {
@@ -405,13 +402,9 @@ int main(int argc, char **argv) {
         test_acc((char **)base, kd, m, &acc_layouts[li], li, 1);
       }
     }
-  test_pack();
-  test_large();
-  mp_set_where("shutdown");
+  mp_set_where("freeing the layouts' slots");
   ARMCI_Barrier();
-  MP_CHECK_INT(0, ARMCI_Free(base[me]));
-  MP_CHECK_INT(0, ARMCI_Finalize());
-  mp_pass("mp_strided", me);
-  free(base);
-  return 0;
+  mp_free_all(base);
 }
+
+int main(int argc, char **argv) { return MP_RUN_CASES(argc, argv, "mp_strided", test_layouts, test_pack, test_large); }

@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -99,6 +100,32 @@ struct FakeNetwork {
   }
 };
 
+// What a test expects of RegistrationCache::stats(), in the order of its
+// fields; a counter left out is not checked.
+struct ExpectedStats {
+  std::optional<std::uint64_t> hits{}, misses{}, invalidations{}, evictions{}, failures{};
+  std::optional<std::size_t> live_entries{}, live_bytes{}, dead_entries{};
+};
+
+// Every counter that differs, by name, in one failure.
+::testing::AssertionResult StatsAre(const RegistrationCache::Stats& s, const ExpectedStats& e) {
+  std::string wrong;
+  auto check = [&wrong](const char* name, std::uint64_t actual, const auto& expected) {
+    if (expected && *expected != actual)
+      wrong += std::string(" ") + name + " is " + std::to_string(actual) + ", expected " + std::to_string(*expected);
+  };
+  check("hits", s.hits, e.hits);
+  check("misses", s.misses, e.misses);
+  check("invalidations", s.invalidations, e.invalidations);
+  check("evictions", s.evictions, e.evictions);
+  check("failures", s.failures, e.failures);
+  check("live_entries", s.live_entries, e.live_entries);
+  check("live_bytes", s.live_bytes, e.live_bytes);
+  check("dead_entries", s.dead_entries, e.dead_entries);
+  if (wrong.empty()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "cache stats:" << wrong;
+}
+
 void* map_pages(std::size_t pages) {
   void* p = mmap(nullptr, pages * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   EXPECT_NE(p, MAP_FAILED);
@@ -112,6 +139,29 @@ void* mmap_at(void* where, std::size_t pages) {
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
   return p == MAP_FAILED ? nullptr : p;
 }
+
+// A cache whose budget no test reaches, over a FakeNetwork, and the pages a
+// test registers, unmapped at the end unless the test did it.
+class CacheWithLargeBudget : public ::testing::Test {
+ protected:
+  ~CacheWithLargeBudget() override { unmap(); }
+  char* map(std::size_t pages) {
+    mapped_ = static_cast<char*>(map_pages(pages));
+    pages_ = pages;
+    return mapped_;
+  }
+  void unmap() {
+    if (mapped_ != nullptr) munmap(mapped_, pages_ * kPage);
+    mapped_ = nullptr;
+  }
+
+  FakeNetwork net;
+  RegistrationCache cache{net.callbacks(), 1 << 30};
+
+ private:
+  char* mapped_ = nullptr;
+  std::size_t pages_ = 0;
+};
 
 }  // namespace
 
@@ -285,10 +335,8 @@ TEST(MemoryHooks, ListenerThatFreesDoesNotRecurseOrDeadlock) {
 
 // ---------------------------------------------------------------- the cache
 
-TEST(RegistrationCache, HitsOnRepeatAndRegistersWholePages) {
-  FakeNetwork net;
-  RegistrationCache cache(net.callbacks(), 1 << 30);
-  char* p = static_cast<char*>(map_pages(4));
+TEST_F(CacheWithLargeBudget, HitsOnRepeatAndRegistersWholePages) {
+  char* p = map(4);
   ASSERT_NE(p, nullptr);
 
   auto a = cache.acquire(p + 100, 5000);
@@ -307,21 +355,13 @@ TEST(RegistrationCache, HitsOnRepeatAndRegistersWholePages) {
   cache.release(b);
   cache.release(c);
 
-  const auto s = cache.stats();
-  EXPECT_EQ(s.hits, 2u);
-  EXPECT_EQ(s.misses, 1u);
-  EXPECT_EQ(s.live_entries, 1u);
-  EXPECT_EQ(s.live_bytes, 2 * kPage);
-  EXPECT_EQ(s.invalidations, 0u);
-  EXPECT_EQ(s.evictions, 0u);
+  EXPECT_TRUE(StatsAre(cache.stats(), {.hits = 2u, .misses = 1u, .invalidations = 0u, .evictions = 0u,
+                                       .live_entries = 1u, .live_bytes = 2 * kPage}));
   EXPECT_FALSE(cache.acquire(p, 0));  // nothing to register
-  munmap(p, 4 * kPage);
 }
 
-TEST(RegistrationCache, MissesOnAnotherBufferAndWhenRegistrationFails) {
-  FakeNetwork net;
-  RegistrationCache cache(net.callbacks(), 1 << 30);
-  char* p = static_cast<char*>(map_pages(8));
+TEST_F(CacheWithLargeBudget, MissesOnAnotherBufferAndWhenRegistrationFails) {
+  char* p = map(8);
   auto a = cache.acquire(p, kPage);
   auto b = cache.acquire(p + 4 * kPage, kPage);
   auto c = cache.acquire(p + kPage + 1, 10);  // next page: not covered
@@ -334,18 +374,11 @@ TEST(RegistrationCache, MissesOnAnotherBufferAndWhenRegistrationFails) {
   EXPECT_EQ(d.registration, nullptr);
   cache.release(d);  // an empty lease is harmless
   for (auto* l : {&a, &b, &c}) cache.release(*l);
-  const auto s = cache.stats();
-  EXPECT_EQ(s.misses, 4u);
-  EXPECT_EQ(s.hits, 0u);
-  EXPECT_EQ(s.failures, 1u);
-  EXPECT_EQ(s.live_entries, 3u);
-  munmap(p, 8 * kPage);
+  EXPECT_TRUE(StatsAre(cache.stats(), {.hits = 0u, .misses = 4u, .failures = 1u, .live_entries = 3u}));
 }
 
-TEST(RegistrationCache, BuffersSharingAPageKeepTheirOwnEntries) {
-  FakeNetwork net;
-  RegistrationCache cache(net.callbacks(), 1 << 30);
-  char* p = static_cast<char*>(map_pages(4));
+TEST_F(CacheWithLargeBudget, BuffersSharingAPageKeepTheirOwnEntries) {
+  char* p = map(4);
   // Used in turn, as double buffers are: neither may push the other out.
   RegistrationCache::Lease first, second;
   for (int round = 0; round < 3; ++round) {
@@ -358,11 +391,8 @@ TEST(RegistrationCache, BuffersSharingAPageKeepTheirOwnEntries) {
   EXPECT_EQ(net.registrations, 2);
   EXPECT_EQ(net.reg(second.registration).begin, addr(p + kPage));
   EXPECT_EQ(net.reg(second.registration).length, 2 * kPage);
-  auto s = cache.stats();
-  EXPECT_EQ(s.misses, 2u);
-  EXPECT_EQ(s.hits, 4u);
-  EXPECT_EQ(s.live_entries, 2u);
-  EXPECT_EQ(s.live_bytes, 4 * kPage);
+  EXPECT_TRUE(StatsAre(cache.stats(), {.hits = 4u, .misses = 2u, .live_entries = 2u,
+                                       .live_bytes = 4 * kPage}));
 
   // Releasing the first buffer's bytes kills only its entry, even in the
   // shared page.
@@ -371,24 +401,17 @@ TEST(RegistrationCache, BuffersSharingAPageKeepTheirOwnEntries) {
   EXPECT_EQ(cache.acquire(p + 2 * kPage - 50, 10).registration, second.registration);
   EXPECT_EQ(cache.stats().live_entries, 1u);
   cache.release(second);
-  munmap(p, 4 * kPage);
 }
 
-TEST(RegistrationCache, AWiderRangeReplacesTheEntriesItContains) {
-  FakeNetwork net;
-  RegistrationCache cache(net.callbacks(), 1 << 30);
-  char* p = static_cast<char*>(map_pages(4));
+TEST_F(CacheWithLargeBudget, AWiderRangeReplacesTheEntriesItContains) {
+  char* p = map(4);
   auto a = cache.acquire(p, kPage);
   auto b = cache.acquire(p + 2 * kPage, kPage);
   cache.release(b);
   auto wide = cache.acquire(p, 4 * kPage);  // a is still leased: retired, kept
   EXPECT_EQ(net.registrations, 3);
-  auto s = cache.stats();
-  EXPECT_EQ(s.live_entries, 1u);
-  EXPECT_EQ(s.live_bytes, 4 * kPage);
-  EXPECT_EQ(s.dead_entries, 2u);
-  EXPECT_EQ(s.evictions, 0u);
-  EXPECT_EQ(s.invalidations, 0u);
+  EXPECT_TRUE(StatsAre(cache.stats(), {.invalidations = 0u, .evictions = 0u, .live_entries = 1u,
+                                       .live_bytes = 4 * kPage, .dead_entries = 2u}));
   EXPECT_EQ(net.deregistrations, 0);
   EXPECT_EQ(cache.acquire(p + 2 * kPage, 10).registration, wide.registration);
   EXPECT_EQ(net.deregistrations, 1);  // b, collected by that acquire
@@ -398,13 +421,10 @@ TEST(RegistrationCache, AWiderRangeReplacesTheEntriesItContains) {
   EXPECT_EQ(cache.stats().dead_entries, 0u);
   cache.release(wide);
   cache.release(wide);
-  munmap(p, 4 * kPage);
 }
 
-TEST(RegistrationCache, FreeInvalidatesTheEntryOfAMallocedBuffer) {
+TEST_F(CacheWithLargeBudget, FreeInvalidatesTheEntryOfAMallocedBuffer) {
   REQUIRE_HOOK(hooks::kHookFree);
-  FakeNetwork net;
-  RegistrationCache cache(net.callbacks(), 1 << 30);
   constexpr std::size_t kSize = 1 << 20;
   void* p = std::malloc(kSize);
   ASSERT_NE(p, nullptr);
@@ -415,11 +435,8 @@ TEST(RegistrationCache, FreeInvalidatesTheEntryOfAMallocedBuffer) {
   cache.release(a);
 
   std::free(p);
-  auto s = cache.stats();
-  EXPECT_EQ(s.invalidations, 1u);
-  EXPECT_EQ(s.live_entries, 0u);
-  EXPECT_EQ(s.live_bytes, 0u);
-  EXPECT_EQ(s.dead_entries, 1u);
+  EXPECT_TRUE(StatsAre(cache.stats(), {.invalidations = 1u, .live_entries = 0u, .live_bytes = 0u,
+                                       .dead_entries = 1u}));
   EXPECT_EQ(net.deregistrations, 0);  // never from inside free()
 
   void* q = std::malloc(kSize);
@@ -430,19 +447,14 @@ TEST(RegistrationCache, FreeInvalidatesTheEntryOfAMallocedBuffer) {
   ASSERT_TRUE(b);
   EXPECT_EQ(net.registrations, 2);
   EXPECT_EQ(net.deregistrations, 1);  // the dead entry, collected by acquire
-  s = cache.stats();
-  EXPECT_EQ(s.hits, 1u);
-  EXPECT_EQ(s.misses, 2u);
-  EXPECT_EQ(s.dead_entries, 0u);
+  EXPECT_TRUE(StatsAre(cache.stats(), {.hits = 1u, .misses = 2u, .dead_entries = 0u}));
   cache.release(b);
   std::free(q);
   EXPECT_EQ(cache.stats().invalidations, 2u);
 }
 
-TEST(RegistrationCache, FreeOfANeighbourInTheSamePageKeepsTheEntry) {
+TEST_F(CacheWithLargeBudget, FreeOfANeighbourInTheSamePageKeepsTheEntry) {
   REQUIRE_HOOK(hooks::kHookFree);
-  FakeNetwork net;
-  RegistrationCache cache(net.callbacks(), 1 << 30);
   // Small blocks share pages; a neighbour's release frees no page of ours.
   std::vector<char*> blocks;
   for (int i = 0; i < 64; ++i) {
@@ -471,11 +483,9 @@ TEST(RegistrationCache, FreeOfANeighbourInTheSamePageKeepsTheEntry) {
   EXPECT_EQ(net.registrations, 1);
 }
 
-TEST(RegistrationCache, MunmapInvalidates) {
+TEST_F(CacheWithLargeBudget, MunmapInvalidates) {
   REQUIRE_HOOK(hooks::kHookMunmap);
-  FakeNetwork net;
-  RegistrationCache cache(net.callbacks(), 1 << 30);
-  char* p = static_cast<char*>(map_pages(4));
+  char* p = map(4);
   auto a = cache.acquire(p, 4 * kPage);
   cache.release(a);
   ASSERT_EQ(munmap(p + kPage, kPage), 0);  // one page in the middle is enough
@@ -486,7 +496,7 @@ TEST(RegistrationCache, MunmapInvalidates) {
   EXPECT_EQ(net.registrations, 2);
   EXPECT_EQ(cache.stats().misses, 2u);
   cache.release(b);
-  munmap(p, 4 * kPage);
+  unmap();
   EXPECT_EQ(cache.stats().invalidations, 2u);
 }
 
@@ -499,19 +509,16 @@ TEST(RegistrationCache, MremapInvalidates) {
   cache.release(a);
   char* moved = static_cast<char*>(mremap(p, 2 * kPage, 64 * kPage, MREMAP_MAYMOVE));
   ASSERT_NE(moved, MAP_FAILED);
-  EXPECT_EQ(cache.stats().invalidations, 1u);
-  EXPECT_EQ(cache.stats().live_entries, 0u);
+  EXPECT_TRUE(StatsAre(cache.stats(), {.invalidations = 1u, .live_entries = 0u}));
   auto b = cache.acquire(moved, 2 * kPage);
   EXPECT_EQ(net.registrations, 2);
   cache.release(b);
   munmap(moved, 64 * kPage);
 }
 
-TEST(RegistrationCache, MadviseDontneedInvalidatesOtherAdviceDoesNot) {
+TEST_F(CacheWithLargeBudget, MadviseDontneedInvalidatesOtherAdviceDoesNot) {
   REQUIRE_HOOK(hooks::kHookMadvise);
-  FakeNetwork net;
-  RegistrationCache cache(net.callbacks(), 1 << 30);
-  char* p = static_cast<char*>(map_pages(4));
+  char* p = map(4);
   auto a = cache.acquire(p, 4 * kPage);
   cache.release(a);
   ASSERT_EQ(madvise(p, 4 * kPage, MADV_WILLNEED), 0);
@@ -525,19 +532,13 @@ TEST(RegistrationCache, MadviseDontneedInvalidatesOtherAdviceDoesNot) {
   EXPECT_NE(b.registration, a.registration);
   EXPECT_EQ(net.registrations, 2);
   cache.release(b);
-  munmap(p, 4 * kPage);
 }
 
-TEST(RegistrationCache, EntryInUseIsDeregisteredOnlyAfterReleaseAndCollect) {
-  FakeNetwork net;
-  RegistrationCache cache(net.callbacks(), 1 << 30);
-  char* p = static_cast<char*>(map_pages(2));
+TEST_F(CacheWithLargeBudget, EntryInUseIsDeregisteredOnlyAfterReleaseAndCollect) {
+  char* p = map(2);
   auto a = cache.acquire(p, 2 * kPage);
   hooks::notify_release(addr(p), addr(p) + kPage);  // what the hooks call
-  auto s = cache.stats();
-  EXPECT_EQ(s.invalidations, 1u);
-  EXPECT_EQ(s.live_entries, 0u);
-  EXPECT_EQ(s.dead_entries, 1u);
+  EXPECT_TRUE(StatsAre(cache.stats(), {.invalidations = 1u, .live_entries = 0u, .dead_entries = 1u}));
 
   auto b = cache.acquire(p, 2 * kPage);  // no longer found, although registered
   EXPECT_NE(b.registration, a.registration);
@@ -553,13 +554,10 @@ TEST(RegistrationCache, EntryInUseIsDeregisteredOnlyAfterReleaseAndCollect) {
   EXPECT_EQ(net.live.count(addr(a.registration)), 0u);
   EXPECT_EQ(cache.stats().dead_entries, 0u);
   cache.release(b);
-  munmap(p, 2 * kPage);
 }
 
-TEST(RegistrationCache, MemoryReleasedWhileBeingRegisteredIsNotCached) {
-  FakeNetwork net;
-  RegistrationCache cache(net.callbacks(), 1 << 30);
-  char* p = static_cast<char*>(map_pages(2));
+TEST_F(CacheWithLargeBudget, MemoryReleasedWhileBeingRegisteredIsNotCached) {
+  char* p = map(2);
   // The lookup missed and the lock is dropped for register_range: a release
   // now cannot find an entry, yet must keep this one out of the cache.
   net.during_register = [&](void*, std::size_t) {
@@ -568,10 +566,7 @@ TEST(RegistrationCache, MemoryReleasedWhileBeingRegisteredIsNotCached) {
   auto a = cache.acquire(p, 2 * kPage);
   net.during_register = nullptr;
   ASSERT_TRUE(a);  // the caller still gets its registration
-  auto s = cache.stats();
-  EXPECT_EQ(s.invalidations, 1u);
-  EXPECT_EQ(s.live_entries, 0u);
-  EXPECT_EQ(s.dead_entries, 1u);
+  EXPECT_TRUE(StatsAre(cache.stats(), {.invalidations = 1u, .live_entries = 0u, .dead_entries = 1u}));
   auto b = cache.acquire(p, 2 * kPage);
   EXPECT_NE(b.registration, a.registration);
   EXPECT_EQ(cache.stats().misses, 2u);
@@ -581,7 +576,6 @@ TEST(RegistrationCache, MemoryReleasedWhileBeingRegisteredIsNotCached) {
   EXPECT_EQ(cache.acquire(p, 2 * kPage).registration, b.registration);
   cache.release(b);
   cache.release(b);
-  munmap(p, 2 * kPage);
 }
 
 TEST(RegistrationCache, EvictsLeastRecentlyUsedWithinBudgetButNeverAnEntryInUse) {
@@ -594,15 +588,11 @@ TEST(RegistrationCache, EvictsLeastRecentlyUsedWithinBudgetButNeverAnEntryInUse)
     l[i] = cache.acquire(page(i), kPage);  // adjacent pages: separate entries
     cache.release(l[i]);
   }
-  EXPECT_EQ(cache.stats().live_bytes, 3 * kPage);
-  EXPECT_EQ(cache.stats().evictions, 0u);
+  EXPECT_TRUE(StatsAre(cache.stats(), {.evictions = 0u, .live_bytes = 3 * kPage}));
   cache.release(cache.acquire(page(0), 1));  // 0 becomes the most recent
 
   l[3] = cache.acquire(page(3), kPage);  // over budget: 1 is the least recent
-  auto s = cache.stats();
-  EXPECT_EQ(s.evictions, 1u);
-  EXPECT_EQ(s.live_entries, 3u);
-  EXPECT_EQ(s.live_bytes, 3 * kPage);
+  EXPECT_TRUE(StatsAre(cache.stats(), {.evictions = 1u, .live_entries = 3u, .live_bytes = 3 * kPage}));
   EXPECT_EQ(cache.acquire(page(0), 1).registration, l[0].registration);  // kept, leased again
   EXPECT_EQ(cache.acquire(page(2), 1).registration, l[2].registration);  // kept, leased again
   auto again = cache.acquire(page(1), 1);
@@ -610,13 +600,9 @@ TEST(RegistrationCache, EvictsLeastRecentlyUsedWithinBudgetButNeverAnEntryInUse)
   EXPECT_EQ(net.deregistrations, 1);
 
   // Now 0, 2, 3 and the new 1 are all leased: none may go, whatever the budget.
-  s = cache.stats();
-  EXPECT_EQ(s.live_entries, 4u);
-  EXPECT_EQ(s.live_bytes, 4 * kPage);
-  EXPECT_EQ(s.evictions, 1u);
+  EXPECT_TRUE(StatsAre(cache.stats(), {.evictions = 1u, .live_entries = 4u, .live_bytes = 4 * kPage}));
   l[4] = cache.acquire(page(4), kPage);
-  EXPECT_EQ(cache.stats().live_entries, 5u);
-  EXPECT_EQ(cache.stats().evictions, 1u);
+  EXPECT_TRUE(StatsAre(cache.stats(), {.evictions = 1u, .live_entries = 5u}));
 
   // Least recent first (0, 3 leased): releasing 0 lets it go at once, 2
   // likewise; then the idle entries fit in the budget and stay.
@@ -627,11 +613,8 @@ TEST(RegistrationCache, EvictsLeastRecentlyUsedWithinBudgetButNeverAnEntryInUse)
   cache.release(l[3]);
   cache.release(again);
   cache.release(l[4]);
-  s = cache.stats();
-  EXPECT_EQ(s.live_bytes, 3 * kPage);
-  EXPECT_EQ(s.live_entries, 3u);
-  EXPECT_EQ(s.evictions, 3u);
-  EXPECT_EQ(s.dead_entries, 2u);
+  EXPECT_TRUE(StatsAre(cache.stats(), {.evictions = 3u, .live_entries = 3u, .live_bytes = 3 * kPage,
+                                       .dead_entries = 2u}));
   cache.collect();
   EXPECT_EQ(net.deregistrations, 3);
   EXPECT_EQ(cache.acquire(page(3), 1).registration, l[3].registration);
@@ -655,10 +638,7 @@ TEST(RegistrationCache, FreeingItsOwnNodesUnderTheLockDoesNotReenter) {
   // lies inside the range the cache listens to. Reported, it would re-enter
   // invalidate() on this thread and deadlock.
   auto b = cache.acquire(p, kPage);
-  const auto s = cache.stats();
-  EXPECT_EQ(s.evictions, 1u);
-  EXPECT_EQ(s.invalidations, 0u);
-  EXPECT_EQ(s.live_entries, 1u);
+  EXPECT_TRUE(StatsAre(cache.stats(), {.invalidations = 0u, .evictions = 1u, .live_entries = 1u}));
   cache.release(b);
   cache.collect();
   EXPECT_EQ(net.deregistrations, 1);
@@ -762,13 +742,10 @@ TEST(RegistrationCache, ConcurrentFreeWhileAcquiringNeverServesAStaleRegistratio
     }
     freer.join();
     // Each buffer: one miss, one hit, and its entry dies when it is freed.
-    const auto s = cache.stats();
     EXPECT_EQ(acquires, 2 * kRounds);
-    EXPECT_EQ(s.misses, static_cast<std::uint64_t>(kRounds));
-    EXPECT_EQ(s.hits, static_cast<std::uint64_t>(kRounds));
-    EXPECT_EQ(s.invalidations, static_cast<std::uint64_t>(kRounds));
-    EXPECT_EQ(s.evictions, 0u);
-    EXPECT_EQ(s.live_entries, 0u);
+    const std::uint64_t rounds = kRounds;
+    EXPECT_TRUE(StatsAre(cache.stats(), {.hits = rounds, .misses = rounds, .invalidations = rounds, .evictions = 0u,
+                                         .live_entries = 0u}));
   }
   EXPECT_EQ(net.registrations, net.deregistrations);
   EXPECT_TRUE(net.live.empty());

@@ -4,7 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <initializer_list>
+#include <optional>
+#include <ostream>
 #include <string>
+#include <utility>
 
 #include "src/core/settings.hpp"
 
@@ -83,105 +87,86 @@ TEST(Settings, EveryRowHasAOneLineDescription) {
   }
 }
 
-TEST(SettingsDeathTest, BadValueNamesTheVariableAndTheRange) {
-  ScopedVariable bad("ARMCI_VERBS_RECV_SIZE", "lots");
-  EXPECT_EXIT(Settings::from_environment(), ::testing::ExitedWithCode(1),
-              "ARMCI_Init: setting ARMCI_VERBS_RECV_SIZE='lots' is not an integer in \\[256, 1073741824\\]");
-}
-
-TEST(SettingsDeathTest, BadChoiceListsTheChoices) {
-  ScopedVariable bad("ARMCI_UCX_ERR_MODE", "bogus");
-  EXPECT_EXIT(Settings::from_environment(), ::testing::ExitedWithCode(1),
-              "setting ARMCI_UCX_ERR_MODE='bogus' is not one of none, peer");
-}
-
-TEST(SettingsDeathTest, UnknownPeerFailurePolicyIsRefused) {
-  ScopedVariable bad("ARMCI_ON_PEER_FAILURE", "ignore");
-  EXPECT_EXIT(Settings::from_environment(), ::testing::ExitedWithCode(1),
-              "setting ARMCI_ON_PEER_FAILURE='ignore' is not one of abort, return");
+// Each spelling of a choice reaches its field and is what the row shows;
+// the first is the default, with the variable unset.
+template <typename T>
+void expect_choices(const char* variable, T Settings::*field,
+                    std::initializer_list<std::pair<const char*, T>> spellings) {
+  bool is_default = true;
+  for (const auto& [text, value] : spellings) {
+    std::optional<ScopedVariable> set;
+    if (!is_default) set.emplace(variable, text);
+    is_default = false;
+    const Settings s = Settings::from_environment();
+    EXPECT_EQ(s.*field, value) << variable << "=" << text;
+    ASSERT_NE(row(s.rows(), variable), nullptr) << variable;
+    EXPECT_EQ(row(s.rows(), variable)->value, text) << variable;
+  }
 }
 
 TEST(Settings, PeerFailurePolicyReturn) {
-  EXPECT_FALSE(Settings::from_environment().return_on_peer_failure);
-  ScopedVariable policy("ARMCI_ON_PEER_FAILURE", "return");
-  EXPECT_TRUE(Settings::from_environment().return_on_peer_failure);
+  expect_choices("ARMCI_ON_PEER_FAILURE", &Settings::return_on_peer_failure, {{"abort", false}, {"return", true}});
 }
 
 TEST(Settings, WindowReorderingChoices) {
-  EXPECT_EQ(Settings::from_environment().win_reorder, WinReorder::none);
-  {
-    ScopedVariable mode("ARMCI_WIN_REORDER", "gets-first");
-    EXPECT_EQ(Settings::from_environment().win_reorder, WinReorder::gets_first);
-  }
-  ScopedVariable mode("ARMCI_WIN_REORDER", "combine");
-  const Settings s = Settings::from_environment();
-  EXPECT_EQ(s.win_reorder, WinReorder::combine);
-  EXPECT_EQ(row(s.rows(), "ARMCI_WIN_REORDER")->value, "combine");
-}
-
-TEST(SettingsDeathTest, UnknownWindowReorderingIsRefused) {
-  ScopedVariable bad("ARMCI_WIN_REORDER", "gets_first");
-  EXPECT_EXIT(Settings::from_environment(), ::testing::ExitedWithCode(1),
-              "setting ARMCI_WIN_REORDER='gets_first' is not one of none, gets-first, combine");
+  expect_choices("ARMCI_WIN_REORDER", &Settings::win_reorder,
+                 {{"none", WinReorder::none}, {"gets-first", WinReorder::gets_first}, {"combine", WinReorder::combine}});
 }
 
 TEST(Settings, WindowFenceDesigns) {
-  EXPECT_EQ(Settings::from_environment().win_fence, WinFence::immediate);
-  ScopedVariable mode("ARMCI_WIN_FENCE", "deferred");
-  const Settings s = Settings::from_environment();
-  EXPECT_EQ(s.win_fence, WinFence::deferred);
-  EXPECT_EQ(row(s.rows(), "ARMCI_WIN_FENCE")->value, "deferred");
-  ScopedVariable counted("ARMCI_WIN_FENCE", "counted");
-  EXPECT_EQ(Settings::from_environment().win_fence, WinFence::counted);
-}
-
-TEST(SettingsDeathTest, UnknownWindowFenceIsRefused) {
-  ScopedVariable bad("ARMCI_WIN_FENCE", "two-sided");
-  EXPECT_EXIT(Settings::from_environment(), ::testing::ExitedWithCode(1),
-              "setting ARMCI_WIN_FENCE='two-sided' is not one of immediate, deferred, counted");
+  expect_choices("ARMCI_WIN_FENCE", &Settings::win_fence,
+                 {{"immediate", WinFence::immediate}, {"deferred", WinFence::deferred}, {"counted", WinFence::counted}});
 }
 
 TEST(Settings, WindowLockMigrationPolicies) {
-  EXPECT_EQ(Settings::from_environment().win_lock_migrate, WinLockMigrate::pinned);
-  EXPECT_EQ(row(Settings::from_environment().rows(), "ARMCI_WIN_LOCK_MIGRATE")->value, "pinned");
-  {
-    ScopedVariable always("ARMCI_WIN_LOCK_MIGRATE", "always");
-    EXPECT_EQ(Settings::from_environment().win_lock_migrate, WinLockMigrate::always);
-  }
+  expect_choices("ARMCI_WIN_LOCK_MIGRATE", &Settings::win_lock_migrate,
+                 {{"pinned", WinLockMigrate::pinned}, {"always", WinLockMigrate::always}, {"after:12", WinLockMigrate::after}});
   ScopedVariable after("ARMCI_WIN_LOCK_MIGRATE", "after:12");
-  const Settings s = Settings::from_environment();
-  EXPECT_EQ(s.win_lock_migrate, WinLockMigrate::after);
-  EXPECT_EQ(s.win_lock_migrate_after, 12u);
-  EXPECT_EQ(row(s.rows(), "ARMCI_WIN_LOCK_MIGRATE")->value, "after:12");
-}
-
-TEST(SettingsDeathTest, BadWindowLockMigrationIsRefused) {
-  {
-    ScopedVariable bad("ARMCI_WIN_LOCK_MIGRATE", "sometimes");
-    EXPECT_EXIT(Settings::from_environment(), ::testing::ExitedWithCode(1),
-                "setting ARMCI_WIN_LOCK_MIGRATE='sometimes' is not one of pinned, always, after:N");
-  }
-  ScopedVariable zero("ARMCI_WIN_LOCK_MIGRATE", "after:0");
-  EXPECT_EXIT(Settings::from_environment(), ::testing::ExitedWithCode(1), "ARMCI_WIN_LOCK_MIGRATE='0'");
+  EXPECT_EQ(Settings::from_environment().win_lock_migrate_after, 12u);
 }
 
 TEST(Settings, ShmFallbackIsMemfdByDefaultAndCanBeAnError) {
-  EXPECT_EQ(Settings::from_environment().shm_fallback, ShmFallback::memfd);
-  EXPECT_EQ(row(Settings::from_environment().rows(), "ARMCI_SHM_FALLBACK")->value, "memfd");
-  {
-    ScopedVariable network("ARMCI_SHM_FALLBACK", "network");
-    EXPECT_EQ(Settings::from_environment().shm_fallback, ShmFallback::network);
-  }
-  ScopedVariable error("ARMCI_SHM_FALLBACK", "error");
-  EXPECT_EQ(Settings::from_environment().shm_fallback, ShmFallback::error);
-  EXPECT_EQ(row(Settings::from_environment().rows(), "ARMCI_SHM_FALLBACK")->value, "error");
+  expect_choices("ARMCI_SHM_FALLBACK", &Settings::shm_fallback,
+                 {{"memfd", ShmFallback::memfd}, {"network", ShmFallback::network}, {"error", ShmFallback::error}});
 }
 
-TEST(SettingsDeathTest, UnknownShmFallbackIsRefused) {
-  ScopedVariable bad("ARMCI_SHM_FALLBACK", "tcp");
-  EXPECT_EXIT(Settings::from_environment(), ::testing::ExitedWithCode(1),
-              "setting ARMCI_SHM_FALLBACK='tcp' is not one of memfd, network, error, always");
+// A value the setting does not take ends ARMCI_Init with the variable, the
+// value and what the setting takes.
+struct BadValue {
+  const char* variable;
+  const char* value;
+  const char* message;  // a regular expression
+};
+
+void PrintTo(const BadValue& bad, std::ostream* os) { *os << bad.variable << "='" << bad.value << "'"; }
+
+class SettingsDeathTest : public ::testing::TestWithParam<BadValue> {};
+
+TEST_P(SettingsDeathTest, IsRefusedNamingTheVariableAndWhatItTakes) {
+  ScopedVariable bad(GetParam().variable, GetParam().value);
+  EXPECT_EXIT(Settings::from_environment(), ::testing::ExitedWithCode(1), GetParam().message);
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Settings, SettingsDeathTest,
+    ::testing::Values(
+        BadValue{"ARMCI_VERBS_RECV_SIZE", "lots",
+                 "ARMCI_Init: setting ARMCI_VERBS_RECV_SIZE='lots' is not an integer in \\[256, 1073741824\\]"},
+        BadValue{"ARMCI_UCX_ERR_MODE", "bogus", "setting ARMCI_UCX_ERR_MODE='bogus' is not one of none, peer"},
+        BadValue{"ARMCI_ON_PEER_FAILURE", "ignore",
+                 "setting ARMCI_ON_PEER_FAILURE='ignore' is not one of abort, return"},
+        BadValue{"ARMCI_WIN_REORDER", "gets_first",
+                 "setting ARMCI_WIN_REORDER='gets_first' is not one of none, gets-first, combine"},
+        BadValue{"ARMCI_WIN_FENCE", "two-sided",
+                 "setting ARMCI_WIN_FENCE=.two-sided. is not one of immediate, deferred, counted"},
+        BadValue{"ARMCI_WIN_LOCK_MIGRATE", "sometimes",
+                 "setting ARMCI_WIN_LOCK_MIGRATE='sometimes' is not one of pinned, always, after:N"},
+        BadValue{"ARMCI_WIN_LOCK_MIGRATE", "after:0", "ARMCI_WIN_LOCK_MIGRATE='0'"},
+        BadValue{"ARMCI_SHM_FALLBACK", "tcp",
+                 "setting ARMCI_SHM_FALLBACK='tcp' is not one of memfd, network, error, always"}),
+    [](const ::testing::TestParamInfo<BadValue>& info) {
+      return std::string(info.param.variable + 6) + "_" + std::to_string(info.index);
+    });
 
 }  // namespace
 }  // namespace armci
