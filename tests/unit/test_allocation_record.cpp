@@ -1,11 +1,17 @@
 #include <gtest/gtest.h>
 
 #include <stdexcept>
+#include <tuple>
 
 #include "src/core/allocation_record.hpp"
 
 namespace armci {
 namespace {
+
+auto fields(const PartRecord& r) {
+  return std::tie(r.failure, r.id, r.base, r.bytes, r.segment, r.capacity, r.new_segment, r.key, r.spare_bytes,
+                  r.short_of_shm, r.network_memory, r.name);
+}
 
 TEST(PartRecord, EveryFieldSurvivesTheExchange) {
   PartRecord sent;
@@ -23,18 +29,7 @@ TEST(PartRecord, EveryFieldSurvivesTheExchange) {
   sent.name = "armci-job-42-1-9";
   const auto got = PartRecord::decode(sent.encode());
   ASSERT_TRUE(got.has_value());
-  EXPECT_EQ(got->failure, sent.failure);
-  EXPECT_EQ(got->id, sent.id);
-  EXPECT_EQ(got->base, sent.base);
-  EXPECT_EQ(got->bytes, sent.bytes);
-  EXPECT_EQ(got->segment, sent.segment);
-  EXPECT_EQ(got->capacity, sent.capacity);
-  EXPECT_EQ(got->new_segment, sent.new_segment);
-  EXPECT_EQ(got->key, sent.key);
-  EXPECT_EQ(got->spare_bytes, sent.spare_bytes);
-  EXPECT_EQ(got->short_of_shm, sent.short_of_shm);
-  EXPECT_EQ(got->network_memory, sent.network_memory);
-  EXPECT_EQ(got->name, sent.name);
+  EXPECT_EQ(fields(*got), fields(sent));
 }
 
 TEST(PartRecord, EmptyRecordIsARankOutsideTheGroup) {
