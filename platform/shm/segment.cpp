@@ -66,35 +66,23 @@ SharedSegment SharedSegment::create(const std::string& name, std::size_t bytes) 
     throw ShmSpaceError(segment.size_, left);
   int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0) throw system_error("shm_open", name);
+  // On any throw below the segment's release closes fd and removes the name.
+  segment.descriptor_ = fd;
   segment.owner_linked_ = true;
-  if (ftruncate(fd, static_cast<off_t>(segment.size_)) != 0) {
-    int saved = errno;
-    close(fd);
-    shm_unlink(name.c_str());
-    errno = saved;
-    throw system_error("ftruncate", name);
-  }
+  if (ftruncate(fd, static_cast<off_t>(segment.size_)) != 0) throw system_error("ftruncate", name);
   // tmpfs hands out pages on first touch: without reserving them now, a full
   // /dev/shm is a SIGBUS at some later write instead of an error here.
   if (int error = posix_fallocate(fd, 0, static_cast<off_t>(segment.size_)); error != 0) {
-    close(fd);
-    shm_unlink(name.c_str());
     if (error == ENOSPC) throw ShmSpaceError(segment.size_, shm_space_left());
     errno = error;
     throw system_error("posix_fallocate", name);
   }
-  try {
-    // The owner populates (zeroes) its pages now: left to the first access,
-    // a neighbour's first get of a page it reads pays for clearing it, which
-    // made GA perf2's one-shot 2-D gets on a fresh array 3x slower than
-    // ARMCI-MPI's (ga_bench's first_us: 62 against 20 us at 161,312 B).
-    segment.address_ = map_descriptor(fd, segment.size_, name, MAP_POPULATE);
-  } catch (...) {
-    close(fd);
-    shm_unlink(name.c_str());
-    throw;
-  }
-  close(fd);
+  // The owner populates (zeroes) its pages now: left to the first access,
+  // a neighbour's first get of a page it reads pays for clearing it, which
+  // made GA perf2's one-shot 2-D gets on a fresh array 3x slower than
+  // ARMCI-MPI's (ga_bench's first_us: 62 against 20 us at 161,312 B).
+  segment.address_ = map_descriptor(fd, segment.size_, name, MAP_POPULATE);
+  close(std::exchange(segment.descriptor_, -1));  // the mapping keeps the memory
   return segment;
 }
 
@@ -125,13 +113,9 @@ SharedSegment SharedSegment::attach(const std::string& name, std::size_t bytes) 
   const bool memory_file = name.starts_with("/proc/");
   int fd = memory_file ? open(name.c_str(), O_RDWR | O_CLOEXEC) : shm_open(name.c_str(), O_RDWR, 0600);
   if (fd < 0) throw system_error(memory_file ? "open" : "shm_open", name);
-  try {
-    segment.address_ = map_descriptor(fd, segment.size_, name);
-  } catch (...) {
-    close(fd);
-    throw;
-  }
-  close(fd);
+  segment.descriptor_ = fd;  // closed by the segment's release if mapping throws
+  segment.address_ = map_descriptor(fd, segment.size_, name);
+  close(std::exchange(segment.descriptor_, -1));
   return segment;
 }
 

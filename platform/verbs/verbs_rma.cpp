@@ -480,14 +480,8 @@ void VerbsNetwork::flush(int peer, Completion& completion) {
   }
   if (p.head == nullptr && p.done == p.posted) return;
   completion.pending.fetch_add(1, std::memory_order_relaxed);
-  Op& op = new_op(OpKind::flush, peer, completion);
   // Behind everything queued: it is only issued once those are posted.
-  op.next = nullptr;
-  if (p.tail != nullptr) p.tail->next = &op;
-  else p.head = &op;
-  p.tail = &op;
-  ++p.queued;
-  if (p.state == State::ready) drain(p);
+  enqueue(p, new_op(OpKind::flush, peer, completion));
 }
 
 void VerbsNetwork::flush_all(Completion& completion) {

@@ -89,22 +89,41 @@ inline Runtime& runtime(const char* call) {
   return *r;
 }
 
-inline void check_proc(const char* call, const Runtime& r, int proc) {
+// proc (or the rank argument `name`) is a rank of the job.
+inline void check_proc(const char* call, const Runtime& r, int proc, const char* name = "proc") {
   if (proc < 0 || proc >= r.size()) [[unlikely]]
-    fail(call, "argument 'proc' (%d) is out of range [0, %d)", proc, r.size());
+    fail(call, "argument '%s' (%d) is out of range [0, %d)", name, proc, r.size());
 }
 
-inline void check_bytes(const char* call, int bytes) {
-  if (bytes < 0) [[unlikely]] fail(call, "argument 'bytes' (%d) is negative", bytes);
+// The runtime, for a call on one peer: proc in range and not known dead.
+inline Runtime& runtime_for(const char* call, int proc, const char* name = "proc") {
+  Runtime& r = runtime(call);
+  check_proc(call, r, proc, name);
+  check_alive(proc);
+  return r;
 }
 
-inline void check_pointer(const char* call, const char* name, const void* p, int bytes) {
+// The runtime, for a call every rank of the job takes part in.
+inline Runtime& collective_runtime(const char* call) {
+  Runtime& r = runtime(call);
+  require_all_alive(call);
+  return r;
+}
+
+// A count argument (bytes, len, n) is not negative.
+inline void check_count(const char* call, int count, const char* name = "bytes") {
+  if (count < 0) [[unlikely]] fail(call, "argument '%s' (%d) is negative", name, count);
+}
+
+// A pointer argument is not NULL where it must reach bytes (an int or a size_t).
+template <typename Count>
+inline void check_pointer(const char* call, const char* name, const void* p, Count bytes) {
   if (p == nullptr && bytes > 0) [[unlikely]] fail(call, "argument '%s' is NULL", name);
 }
 
 inline void check_transfer(const char* call, const Runtime& r, const void* src, const void* dst, int bytes, int proc) {
   check_proc(call, r, proc);
-  check_bytes(call, bytes);
+  check_count(call, bytes);
   check_pointer(call, "src", src, bytes);
   check_pointer(call, "dst", dst, bytes);
 }
@@ -142,6 +161,12 @@ inline void check_handle(const char* call, const armci_hdl_t* h) {
       (r && h->request >= 0 && static_cast<std::size_t>(h->request) >= r->completion().requests().capacity()))
       [[unlikely]]
     fail(call, "argument 'handle' (%p) was not initialised with ARMCI_INIT_HANDLE", static_cast<const void*>(h));
+}
+
+// A handle the caller must pass: not NULL, and initialised.
+inline void check_given_handle(const char* call, const armci_hdl_t* h) {
+  if (h == nullptr) fail(call, "argument 'handle' is NULL");
+  check_handle(call, h);
 }
 
 // A handle on a dead peer's operation: emptied, and the peer's error.

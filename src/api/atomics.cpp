@@ -6,9 +6,7 @@ using namespace armci::api;
 using armci::fail;
 
 ARMCI_API_PEERS(int, ARMCI_Rmw, (int op, void* ploc, void* prem, int value, int proc)) {
-  armci::Runtime& r = runtime("ARMCI_Rmw");
-  check_proc("ARMCI_Rmw", r, proc);
-  armci::check_alive(proc);
+  armci::Runtime& r = runtime_for("ARMCI_Rmw", proc);
   if (op < ARMCI_FETCH_AND_ADD || op > ARMCI_SWAP_LONG)
     fail("ARMCI_Rmw", "argument 'op' (%d) is not ARMCI_FETCH_AND_ADD, ARMCI_FETCH_AND_ADD_LONG, "
                       "ARMCI_SWAP or ARMCI_SWAP_LONG", op);
@@ -19,31 +17,21 @@ ARMCI_API_PEERS(int, ARMCI_Rmw, (int op, void* ploc, void* prem, int value, int 
 } ARMCI_PEERS_END(int)
 
 ARMCI_API_PEERS(int, ARMCI_Create_mutexes, (int count)) {
-  armci::Runtime& r = runtime("ARMCI_Create_mutexes");
-  armci::require_all_alive("ARMCI_Create_mutexes");
-  r.sync().create_mutexes("ARMCI_Create_mutexes", count);
+  collective_runtime("ARMCI_Create_mutexes").sync().create_mutexes("ARMCI_Create_mutexes", count);
   return 0;
 } ARMCI_PEERS_END(int)
 
 ARMCI_API_PEERS(int, ARMCI_Destroy_mutexes, (void)) {
-  armci::Runtime& r = runtime("ARMCI_Destroy_mutexes");
-  armci::require_all_alive("ARMCI_Destroy_mutexes");
-  r.sync().destroy_mutexes("ARMCI_Destroy_mutexes");
+  collective_runtime("ARMCI_Destroy_mutexes").sync().destroy_mutexes("ARMCI_Destroy_mutexes");
   return 0;
 } ARMCI_PEERS_END(int)
 
 ARMCI_API_PEERS(void, ARMCI_Lock, (int mutex, int proc)) {
-  armci::Runtime& r = runtime("ARMCI_Lock");
-  check_proc("ARMCI_Lock", r, proc);
-  armci::check_alive(proc);
-  r.sync().lock("ARMCI_Lock", mutex, proc);
+  runtime_for("ARMCI_Lock", proc).sync().lock("ARMCI_Lock", mutex, proc);
 } ARMCI_PEERS_END(void)
 
 ARMCI_API_PEERS(void, ARMCI_Unlock, (int mutex, int proc)) {
-  armci::Runtime& r = runtime("ARMCI_Unlock");
-  check_proc("ARMCI_Unlock", r, proc);
-  armci::check_alive(proc);
-  r.sync().unlock("ARMCI_Unlock", mutex, proc);
+  runtime_for("ARMCI_Unlock", proc).sync().unlock("ARMCI_Unlock", mutex, proc);
 } ARMCI_PEERS_END(void)
 
 ARMCI_API_PEERS(int, ARMCI_Put_flag, (void* src, void* dst, int bytes, int* flag, int value, int proc)) {
@@ -57,9 +45,7 @@ ARMCI_API_PEERS(int, ARMCI_Put_flag, (void* src, void* dst, int bytes, int* flag
 
 ARMCI_API_PEERS(int, ARMCI_PutS_flag, (void* src_ptr, int src_stride_ar[], void* dst_ptr, int dst_stride_ar[], int count[],
                                  int stride_levels, int* flag, int value, int proc)) {
-  armci::Runtime& r = runtime("ARMCI_PutS_flag");
-  check_proc("ARMCI_PutS_flag", r, proc);
-  armci::check_alive(proc);
+  armci::Runtime& r = runtime_for("ARMCI_PutS_flag", proc);
   check_pointer("ARMCI_PutS_flag", "flag", flag, 1);
   r.memory().check_remote("ARMCI_PutS_flag", "flag", proc, flag, sizeof(int));
   // A blocking strided put is complete at the target for every protocol
@@ -72,15 +58,9 @@ ARMCI_API_PEERS(int, ARMCI_PutS_flag, (void* src_ptr, int src_stride_ar[], void*
 } ARMCI_PEERS_END(int)
 
 armci_api_peers(int, armci_notify, (int proc)) {
-  armci::Runtime& r = runtime("armci_notify");
-  check_proc("armci_notify", r, proc);
-  armci::check_alive(proc);
-  return r.sync().notify("armci_notify", proc);
+  return runtime_for("armci_notify", proc).sync().notify("armci_notify", proc);
 } ARMCI_PEERS_END(int)
 
 armci_api_peers(int, armci_notify_wait, (int proc, int* pval)) {
-  armci::Runtime& r = runtime("armci_notify_wait");
-  check_proc("armci_notify_wait", r, proc);
-  armci::check_alive(proc);
-  return r.sync().notify_wait("armci_notify_wait", proc, pval);
+  return runtime_for("armci_notify_wait", proc).sync().notify_wait("armci_notify_wait", proc, pval);
 } ARMCI_PEERS_END(int)

@@ -4,7 +4,6 @@
 // their own).
 #include <cstring>
 #include <set>
-#include <utility>
 
 #include "include/armcix.h"
 #include "src/api/api.hpp"
@@ -23,20 +22,24 @@ ARMCI_API(int, ARMCI_Free_memdev, (void* ptr)) { return PARMCI_Free(ptr); }
 
 ARMCI_API(void, ARMCI_Set_shm_limit, (unsigned long shmemlimit)) {}
 
-ARMCI_API(void, ARMCI_Access_begin, (void* ptr)) {
-  armci::Runtime& r = runtime("ARMCI_Access_begin");
-  if (ptr == nullptr) fail("ARMCI_Access_begin", "argument 'ptr' is NULL");
-  r.memory().check_remote("ARMCI_Access_begin", "ptr", r.rank(), ptr, 1);
+namespace {
+
+// Access_begin/end have nothing to do but check: a process reads and
+// writes its own part of an allocation directly.
+void check_access(const char* call, void* ptr) {
+  armci::Runtime& r = runtime(call);
+  if (ptr == nullptr) fail(call, "argument 'ptr' is NULL");
+  r.memory().check_remote(call, "ptr", r.rank(), ptr, 1);
 }
 
-ARMCI_API(void, ARMCI_Access_end, (void* ptr)) {
-  armci::Runtime& r = runtime("ARMCI_Access_end");
-  if (ptr == nullptr) fail("ARMCI_Access_end", "argument 'ptr' is NULL");
-  r.memory().check_remote("ARMCI_Access_end", "ptr", r.rank(), ptr, 1);
-}
+}  // namespace
+
+ARMCI_API(void, ARMCI_Access_begin, (void* ptr)) { check_access("ARMCI_Access_begin", ptr); }
+
+ARMCI_API(void, ARMCI_Access_end, (void* ptr)) { check_access("ARMCI_Access_end", ptr); }
 
 ARMCI_API(void, ARMCI_Copy, (void* src, void* dst, int size)) {
-  check_bytes("ARMCI_Copy", size);
+  check_count("ARMCI_Copy", size);
   check_pointer("ARMCI_Copy", "src", src, size);
   check_pointer("ARMCI_Copy", "dst", dst, size);
   if (size > 0) std::memmove(dst, src, static_cast<std::size_t>(size));
@@ -63,20 +66,31 @@ armcix_mutex_hdl_s& handle_of(const char* call, armcix_mutex_hdl_t hdl) {
   return *hdl;
 }
 
-// The world rank of group rank proc, and how many mutexes it hosts.
-std::pair<int, int> target(const char* call, const armcix_mutex_hdl_s& h, int proc) {
+// The mutexes group rank proc hosts under a live handle: its world rank
+// (not known dead) and how many there are.
+struct MutexTarget {
+  armci::Sync& sync;
+  const armci::Allocation& tails;
+  int world;
+  int count;
+};
+
+MutexTarget target(const char* call, armcix_mutex_hdl_t hdl, int proc) {
+  const armcix_mutex_hdl_s& h = handle_of(call, hdl);
   if (proc < 0 || static_cast<std::size_t>(proc) >= h.members.size())
     fail(call, "argument 'proc' (%d) is out of range [0, %zu) of the handle's group", proc, h.members.size());
   const int world = h.members[static_cast<std::size_t>(proc)];
-  return {world, static_cast<int>(h.tails->sizes[static_cast<std::size_t>(world)] / sizeof(std::uint64_t))};
+  armci::Runtime& r = runtime(call);
+  armci::check_alive(world);
+  return {r.sync(), *h.tails, world,
+          static_cast<int>(h.tails->sizes[static_cast<std::size_t>(world)] / sizeof(std::uint64_t))};
 }
 
 }  // namespace
 
 ARMCI_API_PEERS(armcix_mutex_hdl_t, ARMCIX_Create_mutexes_hdl, (int count, ARMCI_Group* pgroup)) {
   constexpr const char* call = "ARMCIX_Create_mutexes_hdl";
-  armci::Runtime& r = runtime(call);
-  armci::require_all_alive(call);
+  armci::Runtime& r = collective_runtime(call);
   armci::Group& g = pgroup ? member_group_of(call, "pgroup", pgroup) : r.groups().default_group();
   if (!g.member()) fail(call, "this rank is not a member of the default group");
   const armci::Memory::Members members = r.groups().allocation_members(g);
@@ -88,8 +102,7 @@ ARMCI_API_PEERS(armcix_mutex_hdl_t, ARMCIX_Create_mutexes_hdl, (int count, ARMCI
 ARMCI_API_PEERS(int, ARMCIX_Destroy_mutexes_hdl, (armcix_mutex_hdl_t hdl)) {
   constexpr const char* call = "ARMCIX_Destroy_mutexes_hdl";
   armcix_mutex_hdl_s& h = handle_of(call, hdl);
-  armci::Runtime& r = runtime(call);
-  armci::require_all_alive(call);
+  armci::Runtime& r = collective_runtime(call);
   int me = -1;
   for (std::size_t i = 0; i < h.members.size(); ++i)
     if (h.members[i] == r.rank()) me = static_cast<int>(i);
@@ -102,27 +115,18 @@ ARMCI_API_PEERS(int, ARMCIX_Destroy_mutexes_hdl, (armcix_mutex_hdl_t hdl)) {
 
 ARMCI_API_PEERS(void, ARMCIX_Lock_hdl, (armcix_mutex_hdl_t hdl, int mutex, int proc)) {
   constexpr const char* call = "ARMCIX_Lock_hdl";
-  armcix_mutex_hdl_s& h = handle_of(call, hdl);
-  const auto [world, count] = target(call, h, proc);
-  armci::Runtime& r = runtime(call);
-  armci::check_alive(world);
-  r.sync().lock_in(call, *h.tails, count, mutex, world, false);
+  const MutexTarget t = target(call, hdl, proc);
+  t.sync.lock_in(call, t.tails, t.count, mutex, t.world, false);
 } ARMCI_PEERS_END(void)
 
 ARMCI_API_PEERS(int, ARMCIX_Trylock_hdl, (armcix_mutex_hdl_t hdl, int mutex, int proc)) {
   constexpr const char* call = "ARMCIX_Trylock_hdl";
-  armcix_mutex_hdl_s& h = handle_of(call, hdl);
-  const auto [world, count] = target(call, h, proc);
-  armci::Runtime& r = runtime(call);
-  armci::check_alive(world);
-  return r.sync().lock_in(call, *h.tails, count, mutex, world, true) ? 1 : 0;
+  const MutexTarget t = target(call, hdl, proc);
+  return t.sync.lock_in(call, t.tails, t.count, mutex, t.world, true) ? 1 : 0;
 } ARMCI_PEERS_END(int)
 
 ARMCI_API_PEERS(void, ARMCIX_Unlock_hdl, (armcix_mutex_hdl_t hdl, int mutex, int proc)) {
   constexpr const char* call = "ARMCIX_Unlock_hdl";
-  armcix_mutex_hdl_s& h = handle_of(call, hdl);
-  const auto [world, count] = target(call, h, proc);
-  armci::Runtime& r = runtime(call);
-  armci::check_alive(world);
-  r.sync().unlock_in(call, *h.tails, count, mutex, world);
+  const MutexTarget t = target(call, hdl, proc);
+  t.sync.unlock_in(call, t.tails, t.count, mutex, t.world);
 } ARMCI_PEERS_END(void)

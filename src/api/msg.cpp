@@ -86,12 +86,11 @@ armci::ReduceOp parse_op(const char* call, const char* op, armci::ElementType ty
 }
 
 void gop(const char* call, int scope, void* x, int n, const char* op, int type, const armci::Group& base) {
-  armci::Runtime& r = runtime(call);
-  armci::require_all_alive(call);
+  armci::Runtime& r = collective_runtime(call);
   const armci::ElementType element = element_type(call, type);
   const armci::ReduceOp parsed = parse_op(call, op, element);
-  if (n < 0) fail(call, "argument 'n' (%d) is negative", n);
-  if (x == nullptr && n > 0) fail(call, "argument 'x' is NULL");
+  check_count(call, n, "n");
+  check_pointer(call, "x", x, n);
   const ScopeTeam t = scope_team(call, r, scope, base);
   if (t.me < 0) return;
   const auto count = static_cast<std::size_t>(n);
@@ -101,10 +100,9 @@ void gop(const char* call, int scope, void* x, int n, const char* op, int type, 
 }
 
 void bcast(const char* call, int scope, void* buffer, int len, int root_world, const armci::Group& base) {
-  armci::Runtime& r = runtime(call);
-  armci::require_all_alive(call);
-  if (len < 0) fail(call, "argument 'len' (%d) is negative", len);
-  if (buffer == nullptr && len > 0) fail(call, "argument 'buffer' is NULL");
+  armci::Runtime& r = collective_runtime(call);
+  check_count(call, len, "len");
+  check_pointer(call, "buffer", buffer, len);
   const ScopeTeam t = scope_team(call, r, scope, base);
   if (t.me < 0) return;
   int root = -1;
@@ -117,8 +115,7 @@ void bcast(const char* call, int scope, void* buffer, int len, int root_world, c
 
 void sel(const char* call, int scope, void* x, int n, const char* op, int type, int contribute,
          const armci::Group& base) {
-  armci::Runtime& r = runtime(call);
-  armci::require_all_alive(call);
+  armci::Runtime& r = collective_runtime(call);
   const std::size_t element = armci::element_bytes(element_type(call, type));
   if (op == nullptr) fail(call, "argument 'op' is NULL");
   bool want_max = false;
@@ -168,11 +165,6 @@ void sel(const char* call, int scope, void* x, int n, const char* op, int type, 
   if (winner.contributes) std::memcpy(x, mine.data() + sizeof(Head), bytes);
 }
 
-void check_peer(const char* call, armci::Runtime& r, const char* argument, int proc) {
-  if (proc < 0 || proc >= r.size()) fail(call, "argument '%s' (%d) is out of range [0, %d)", argument, proc, r.size());
-  armci::check_alive(proc);
-}
-
 }  // namespace
 
 armci_api(void, armci_msg_abort, (int code)) { fail("armci_msg_abort", "the program aborted with code %d", code); }
@@ -188,18 +180,16 @@ armci_api(void, armci_msg_finalize, (void)) { armci::Runtime::message_finalize()
 // ---------------------------------------------------------------- point to point
 
 armci_api_peers(void, armci_msg_snd, (int tag, void* buffer, int len, int to)) {
-  armci::Runtime& r = runtime("armci_msg_snd");
-  check_peer("armci_msg_snd", r, "to", to);
-  if (len < 0) fail("armci_msg_snd", "argument 'len' (%d) is negative", len);
-  if (buffer == nullptr && len > 0) fail("armci_msg_snd", "argument 'buffer' is NULL");
+  armci::Runtime& r = runtime_for("armci_msg_snd", to, "to");
+  check_count("armci_msg_snd", len, "len");
+  check_pointer("armci_msg_snd", "buffer", buffer, len);
   r.collectives().send(armci::Channel::user, to, tag, buffer, static_cast<std::size_t>(len));
 } ARMCI_PEERS_END(void)
 
 armci_api_peers(void, armci_msg_rcv, (int tag, void* buffer, int buflen, int* msglen, int from)) {
-  armci::Runtime& r = runtime("armci_msg_rcv");
-  check_peer("armci_msg_rcv", r, "from", from);
-  if (buflen < 0) fail("armci_msg_rcv", "argument 'buflen' (%d) is negative", buflen);
-  if (buffer == nullptr && buflen > 0) fail("armci_msg_rcv", "argument 'buffer' is NULL");
+  armci::Runtime& r = runtime_for("armci_msg_rcv", from, "from");
+  check_count("armci_msg_rcv", buflen, "buflen");
+  check_pointer("armci_msg_rcv", "buffer", buffer, buflen);
   const std::size_t got = r.collectives().receive("armci_msg_rcv", armci::Channel::user, from, tag, buffer,
                                                   static_cast<std::size_t>(buflen));
   if (msglen) *msglen = static_cast<int>(got);
@@ -207,8 +197,8 @@ armci_api_peers(void, armci_msg_rcv, (int tag, void* buffer, int buflen, int* ms
 
 armci_api_peers(int, armci_msg_rcvany, (int tag, void* buffer, int buflen, int* msglen)) {
   armci::Runtime& r = runtime("armci_msg_rcvany");
-  if (buflen < 0) fail("armci_msg_rcvany", "argument 'buflen' (%d) is negative", buflen);
-  if (buffer == nullptr && buflen > 0) fail("armci_msg_rcvany", "argument 'buffer' is NULL");
+  check_count("armci_msg_rcvany", buflen, "buflen");
+  check_pointer("armci_msg_rcvany", "buffer", buffer, buflen);
   const int from = r.collectives().wait_any(armci::Channel::user);
   const std::size_t got = r.collectives().receive("armci_msg_rcvany", armci::Channel::user, from, tag, buffer,
                                                   static_cast<std::size_t>(buflen));
@@ -220,9 +210,7 @@ armci_api_peers(int, armci_msg_rcvany, (int tag, void* buffer, int buflen, int* 
 
 armci_api_peers(void, armci_msg_group_barrier, (ARMCI_Group * group)) {
   armci::Group& g = member_group_of("armci_msg_group_barrier", "group", group);
-  armci::Runtime& r = runtime("armci_msg_group_barrier");
-  armci::require_all_alive("armci_msg_group_barrier");
-  r.collectives().barrier(g.team());
+  collective_runtime("armci_msg_group_barrier").collectives().barrier(g.team());
 } ARMCI_PEERS_END(void)
 
 armci_api(void, armci_msg_bintree, (int scope, int* Root, int* Up, int* Left, int* Right)) {
@@ -269,43 +257,29 @@ armci_api_peers(void, armci_msg_reduce, (void* x, int n, char* op, int type)) {
 armci_api_peers(void, armci_msg_reduce_scope, (int scope, void* x, int n, char* op, int type)) {
   gop("armci_msg_reduce_scope", scope, x, n, op, type, default_group("armci_msg_reduce_scope"));
 } ARMCI_PEERS_END(void)
-armci_api_peers(void, armci_msg_igop, (int* x, int n, char* op)) {
-  gop("armci_msg_igop", SCOPE_ALL, x, n, op, ARMCI_INT, default_group("armci_msg_igop"));
-} ARMCI_PEERS_END(void)
-armci_api_peers(void, armci_msg_lgop, (long* x, int n, char* op)) {
-  gop("armci_msg_lgop", SCOPE_ALL, x, n, op, ARMCI_LONG, default_group("armci_msg_lgop"));
-} ARMCI_PEERS_END(void)
-armci_api_peers(void, armci_msg_llgop, (long long* x, int n, char* op)) {
-  gop("armci_msg_llgop", SCOPE_ALL, x, n, op, ARMCI_LONG_LONG, default_group("armci_msg_llgop"));
-} ARMCI_PEERS_END(void)
-armci_api_peers(void, armci_msg_fgop, (float* x, int n, char* op)) {
-  gop("armci_msg_fgop", SCOPE_ALL, x, n, op, ARMCI_FLOAT, default_group("armci_msg_fgop"));
-} ARMCI_PEERS_END(void)
-armci_api_peers(void, armci_msg_dgop, (double* x, int n, char* op)) {
-  gop("armci_msg_dgop", SCOPE_ALL, x, n, op, ARMCI_DOUBLE, default_group("armci_msg_dgop"));
-} ARMCI_PEERS_END(void)
-
 armci_api_peers(void, armci_msg_group_gop_scope, (int scope, void* x, int n, char* op, int type, ARMCI_Group* group)) {
   gop("armci_msg_group_gop_scope", scope, x, n, op, type,
       member_group_of("armci_msg_group_gop_scope", "group", group));
 } ARMCI_PEERS_END(void)
-armci_api_peers(void, armci_msg_group_igop, (int* x, int n, char* op, ARMCI_Group* group)) {
-  gop("armci_msg_group_igop", SCOPE_ALL, x, n, op, ARMCI_INT, member_group_of("armci_msg_group_igop", "group", group));
-} ARMCI_PEERS_END(void)
-armci_api_peers(void, armci_msg_group_lgop, (long* x, int n, char* op, ARMCI_Group* group)) {
-  gop("armci_msg_group_lgop", SCOPE_ALL, x, n, op, ARMCI_LONG, member_group_of("armci_msg_group_lgop", "group", group));
-} ARMCI_PEERS_END(void)
-armci_api_peers(void, armci_msg_group_llgop, (long long* x, int n, char* op, ARMCI_Group* group)) {
-  gop("armci_msg_group_llgop", SCOPE_ALL, x, n, op, ARMCI_LONG_LONG,
-      member_group_of("armci_msg_group_llgop", "group", group));
-} ARMCI_PEERS_END(void)
-armci_api_peers(void, armci_msg_group_fgop, (float* x, int n, char* op, ARMCI_Group* group)) {
-  gop("armci_msg_group_fgop", SCOPE_ALL, x, n, op, ARMCI_FLOAT, member_group_of("armci_msg_group_fgop", "group", group));
-} ARMCI_PEERS_END(void)
-armci_api_peers(void, armci_msg_group_dgop, (double* x, int n, char* op, ARMCI_Group* group)) {
-  gop("armci_msg_group_dgop", SCOPE_ALL, x, n, op, ARMCI_DOUBLE,
-      member_group_of("armci_msg_group_dgop", "group", group));
-} ARMCI_PEERS_END(void)
+
+// The typed reductions of one element type, over all of the default group
+// (armci_msg_Xgop) or of a group (armci_msg_group_Xgop).
+#define ARMCI_MSG_TYPED_GOPS(X, ctype, type)                                                           \
+  armci_api_peers(void, armci_msg_##X##gop, (ctype * x, int n, char* op)) {                             \
+    gop("armci_msg_" #X "gop", SCOPE_ALL, x, n, op, type, default_group("armci_msg_" #X "gop"));         \
+  } ARMCI_PEERS_END(void)                                                                               \
+  armci_api_peers(void, armci_msg_group_##X##gop, (ctype * x, int n, char* op, ARMCI_Group* group)) {  \
+    gop("armci_msg_group_" #X "gop", SCOPE_ALL, x, n, op, type,                                         \
+        member_group_of("armci_msg_group_" #X "gop", "group", group));                                  \
+  } ARMCI_PEERS_END(void)
+
+ARMCI_MSG_TYPED_GOPS(i, int, ARMCI_INT)
+ARMCI_MSG_TYPED_GOPS(l, long, ARMCI_LONG)
+ARMCI_MSG_TYPED_GOPS(ll, long long, ARMCI_LONG_LONG)
+ARMCI_MSG_TYPED_GOPS(f, float, ARMCI_FLOAT)
+ARMCI_MSG_TYPED_GOPS(d, double, ARMCI_DOUBLE)
+
+#undef ARMCI_MSG_TYPED_GOPS
 
 // ---------------------------------------------------------------- selection
 

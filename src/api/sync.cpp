@@ -12,29 +12,25 @@ ARMCI_API(void, ARMCI_INIT_HANDLE, (armci_hdl_t* handle)) {
 }
 
 ARMCI_API(void, ARMCI_SET_AGGREGATE_HANDLE, (armci_hdl_t* handle)) {
-  if (handle == nullptr) fail("ARMCI_SET_AGGREGATE_HANDLE", "argument 'handle' is NULL");
-  check_handle("ARMCI_SET_AGGREGATE_HANDLE", handle);
+  check_given_handle("ARMCI_SET_AGGREGATE_HANDLE", handle);
   handle->tag = static_cast<int>(tag_bits(handle) | kAggregateBit);
 }
 
 ARMCI_API(void, ARMCI_UNSET_AGGREGATE_HANDLE, (armci_hdl_t* handle)) {
-  if (handle == nullptr) fail("ARMCI_UNSET_AGGREGATE_HANDLE", "argument 'handle' is NULL");
-  check_handle("ARMCI_UNSET_AGGREGATE_HANDLE", handle);
+  check_given_handle("ARMCI_UNSET_AGGREGATE_HANDLE", handle);
   handle->tag = static_cast<int>(tag_bits(handle) & ~kAggregateBit);
 }
 
 ARMCI_API_PEERS(int, ARMCI_Wait, (armci_hdl_t* handle)) {
   armci::Runtime& r = runtime("ARMCI_Wait");
-  if (handle == nullptr) fail("ARMCI_Wait", "argument 'handle' is NULL");
-  check_handle("ARMCI_Wait", handle);
+  check_given_handle("ARMCI_Wait", handle);
   complete_handle("ARMCI_Wait", r, handle);
   return 0;
 } ARMCI_PEERS_END(int)
 
 ARMCI_API_PEERS(int, ARMCI_Test, (armci_hdl_t* handle)) {
   armci::Runtime& r = runtime("ARMCI_Test");
-  if (handle == nullptr) fail("ARMCI_Test", "argument 'handle' is NULL");
-  check_handle("ARMCI_Test", handle);
+  check_given_handle("ARMCI_Test", handle);
   if (handle->request < 0) return 0;
   const auto id = handle_id(handle);
   armci::Completions& completion = r.completion();
@@ -50,10 +46,7 @@ ARMCI_API_PEERS(int, ARMCI_Test, (armci_hdl_t* handle)) {
 } ARMCI_PEERS_END(int)
 
 ARMCI_API_PEERS(int, ARMCI_WaitProc, (int proc)) {
-  armci::Runtime& r = runtime("ARMCI_WaitProc");
-  check_proc("ARMCI_WaitProc", r, proc);
-  armci::check_alive(proc);
-  r.completion().wait_proc(proc);
+  runtime_for("ARMCI_WaitProc", proc).completion().wait_proc(proc);
   return 0;
 } ARMCI_PEERS_END(int)
 
@@ -63,21 +56,14 @@ ARMCI_API_PEERS(int, ARMCI_WaitAll, (void)) {
 } ARMCI_PEERS_END(int)
 
 ARMCI_API_PEERS(void, ARMCI_Fence, (int proc)) {
-  armci::Runtime& r = runtime("ARMCI_Fence");
-  check_proc("ARMCI_Fence", r, proc);
-  armci::check_alive(proc);
-  r.completion().fence(proc);
+  runtime_for("ARMCI_Fence", proc).completion().fence(proc);
 } ARMCI_PEERS_END(void)
 
 // AllFence fences the dead rank too: it needs every rank, like a collective.
 ARMCI_API_PEERS(void, ARMCI_AllFence, (void)) {
-  armci::Runtime& r = runtime("ARMCI_AllFence");
-  armci::require_all_alive("ARMCI_AllFence");
-  r.completion().all_fence();
+  collective_runtime("ARMCI_AllFence").completion().all_fence();
 } ARMCI_PEERS_END(void)
 
 ARMCI_API_PEERS(void, ARMCI_Barrier, (void)) {
-  armci::Runtime& r = runtime("ARMCI_Barrier");
-  armci::require_all_alive("ARMCI_Barrier");
-  r.barrier();
+  collective_runtime("ARMCI_Barrier").barrier();
 } ARMCI_PEERS_END(void)

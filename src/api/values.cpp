@@ -42,37 +42,22 @@ T get_value(const char* call, void* src, int proc) {
 
 }  // namespace
 
-ARMCI_API_PEERS(int, ARMCI_PutValueInt, (int src, void* dst, int proc)) {
-  return put_value("ARMCI_PutValueInt", src, dst, proc);
-} ARMCI_PEERS_END(int)
-ARMCI_API_PEERS(int, ARMCI_PutValueLong, (long src, void* dst, int proc)) {
-  return put_value("ARMCI_PutValueLong", src, dst, proc);
-} ARMCI_PEERS_END(int)
-ARMCI_API_PEERS(int, ARMCI_PutValueFloat, (float src, void* dst, int proc)) {
-  return put_value("ARMCI_PutValueFloat", src, dst, proc);
-} ARMCI_PEERS_END(int)
-ARMCI_API_PEERS(int, ARMCI_PutValueDouble, (double src, void* dst, int proc)) {
-  return put_value("ARMCI_PutValueDouble", src, dst, proc);
-} ARMCI_PEERS_END(int)
+// The calls of one value type: ARMCI_PutValueX, ARMCI_NbPutValueX and
+// ARMCI_GetValueX.
+#define ARMCI_VALUE_CALLS(X, ctype)                                                                      \
+  ARMCI_API_PEERS(int, ARMCI_PutValue##X, (ctype src, void* dst, int proc)) {                            \
+    return put_value("ARMCI_PutValue" #X, src, dst, proc);                                               \
+  } ARMCI_PEERS_END(int)                                                                                 \
+  ARMCI_API_PEERS(int, ARMCI_NbPutValue##X, (ctype src, void* dst, int proc, armci_hdl_t* handle)) {     \
+    return nb_put_value("ARMCI_NbPutValue" #X, src, dst, proc, handle);                                  \
+  } ARMCI_PEERS_END(int)                                                                                 \
+  ARMCI_API_PEERS(ctype, ARMCI_GetValue##X, (void* src, int proc)) {                                     \
+    return get_value<ctype>("ARMCI_GetValue" #X, src, proc);                                             \
+  } ARMCI_PEERS_END_VALUE(ctype)
 
-ARMCI_API_PEERS(int, ARMCI_NbPutValueInt, (int src, void* dst, int proc, armci_hdl_t* handle)) {
-  return nb_put_value("ARMCI_NbPutValueInt", src, dst, proc, handle);
-} ARMCI_PEERS_END(int)
-ARMCI_API_PEERS(int, ARMCI_NbPutValueLong, (long src, void* dst, int proc, armci_hdl_t* handle)) {
-  return nb_put_value("ARMCI_NbPutValueLong", src, dst, proc, handle);
-} ARMCI_PEERS_END(int)
-ARMCI_API_PEERS(int, ARMCI_NbPutValueFloat, (float src, void* dst, int proc, armci_hdl_t* handle)) {
-  return nb_put_value("ARMCI_NbPutValueFloat", src, dst, proc, handle);
-} ARMCI_PEERS_END(int)
-ARMCI_API_PEERS(int, ARMCI_NbPutValueDouble, (double src, void* dst, int proc, armci_hdl_t* handle)) {
-  return nb_put_value("ARMCI_NbPutValueDouble", src, dst, proc, handle);
-} ARMCI_PEERS_END(int)
+ARMCI_VALUE_CALLS(Int, int)
+ARMCI_VALUE_CALLS(Long, long)
+ARMCI_VALUE_CALLS(Float, float)
+ARMCI_VALUE_CALLS(Double, double)
 
-ARMCI_API_PEERS(int, ARMCI_GetValueInt, (void* src, int proc)) { return get_value<int>("ARMCI_GetValueInt", src, proc); } ARMCI_PEERS_END_VALUE(int)
-ARMCI_API_PEERS(long, ARMCI_GetValueLong, (void* src, int proc)) { return get_value<long>("ARMCI_GetValueLong", src, proc); } ARMCI_PEERS_END_VALUE(long)
-ARMCI_API_PEERS(float, ARMCI_GetValueFloat, (void* src, int proc)) {
-  return get_value<float>("ARMCI_GetValueFloat", src, proc);
-} ARMCI_PEERS_END_VALUE(float)
-ARMCI_API_PEERS(double, ARMCI_GetValueDouble, (void* src, int proc)) {
-  return get_value<double>("ARMCI_GetValueDouble", src, proc);
-} ARMCI_PEERS_END_VALUE(double)
+#undef ARMCI_VALUE_CALLS

@@ -61,9 +61,29 @@ void check_rank(const char* call, const armci_win_s& w, int rank) {
     fail(call, "argument 'rank' (%d) is out of range [0, %d) of the window's group", rank, w.size());
 }
 
+// Where every window call starts: the library initialised, win live.
+inline armci_win_s& live_window(const char* call, ARMCI_Win win) {
+  runtime(call);
+  return window_of(call, win);
+}
+
+// A call on one rank of the window's group.
+inline armci_win_s& window_at(const char* call, ARMCI_Win win, int rank) {
+  armci_win_s& w = live_window(call, win);
+  check_rank(call, w, rank);
+  return w;
+}
+
 void check_assert(const char* call, int assert) {
   if (assert & ~kAllAsserts)
     fail(call, "argument 'assert' (%d) has bits that are no ARMCI_WIN_MODE_* assert", assert);
+}
+
+// A synchronisation call that takes asserts.
+armci_win_s& window_asserting(const char* call, ARMCI_Win win, int assert) {
+  armci_win_s& w = live_window(call, win);
+  check_assert(call, assert);
+  return w;
 }
 
 // The window's group, or the world for NULL.
@@ -193,8 +213,7 @@ ARMCI_API(int, ARMCI_Win_free, (ARMCI_Win * win)) {
 
 ARMCI_API(int, ARMCI_Win_lock, (int lock_type, int rank, int assert, ARMCI_Win win)) {
   const char* call = "ARMCI_Win_lock";
-  runtime(call);
-  armci_win_s& w = window_of(call, win);
+  armci_win_s& w = live_window(call, win);
   if (lock_type != ARMCI_WIN_LOCK_SHARED && lock_type != ARMCI_WIN_LOCK_EXCLUSIVE)
     fail(call, "argument 'lock_type' (%d) is not ARMCI_WIN_LOCK_SHARED or ARMCI_WIN_LOCK_EXCLUSIVE", lock_type);
   check_rank(call, w, rank);
@@ -205,42 +224,31 @@ ARMCI_API(int, ARMCI_Win_lock, (int lock_type, int rank, int assert, ARMCI_Win w
 
 ARMCI_API(int, ARMCI_Win_unlock, (int rank, ARMCI_Win win)) {
   const char* call = "ARMCI_Win_unlock";
-  runtime(call);
-  armci_win_s& w = window_of(call, win);
-  check_rank(call, w, rank);
-  w.unlock(call, rank);
+  window_at(call, win, rank).unlock(call, rank);
   return 0;
 }
 
 ARMCI_API(int, ARMCI_Win_lock_all, (int assert, ARMCI_Win win)) {
   const char* call = "ARMCI_Win_lock_all";
-  runtime(call);
-  armci_win_s& w = window_of(call, win);
-  check_assert(call, assert);
-  w.lock_all(call, assert);
+  window_asserting(call, win, assert).lock_all(call, assert);
   return 0;
 }
 
 ARMCI_API(int, ARMCI_Win_unlock_all, (ARMCI_Win win)) {
   const char* call = "ARMCI_Win_unlock_all";
-  runtime(call);
-  window_of(call, win).unlock_all(call);
+  live_window(call, win).unlock_all(call);
   return 0;
 }
 
 ARMCI_API(int, ARMCI_Win_flush, (int rank, ARMCI_Win win)) {
   const char* call = "ARMCI_Win_flush";
-  runtime(call);
-  armci_win_s& w = window_of(call, win);
-  check_rank(call, w, rank);
-  w.flush(call, rank);
+  window_at(call, win, rank).flush(call, rank);
   return 0;
 }
 
 ARMCI_API(int, ARMCI_Win_flush_all, (ARMCI_Win win)) {
   const char* call = "ARMCI_Win_flush_all";
-  runtime(call);
-  window_of(call, win).flush_all(call);
+  live_window(call, win).flush_all(call);
   return 0;
 }
 
@@ -248,18 +256,14 @@ ARMCI_API(int, ARMCI_Win_flush_all, (ARMCI_Win win)) {
 
 ARMCI_API(int, ARMCI_Win_fence, (int assert, ARMCI_Win win)) {
   const char* call = "ARMCI_Win_fence";
-  runtime(call);
-  armci_win_s& w = window_of(call, win);
-  check_assert(call, assert);
-  w.fence(call, assert);
+  window_asserting(call, win, assert).fence(call, assert);
   return 0;
 }
 
 ARMCI_API(int, ARMCI_Win_post, (ARMCI_Group * group, int assert, ARMCI_Win win)) {
   const char* call = "ARMCI_Win_post";
   armci::Runtime& r = runtime(call);
-  armci_win_s& w = window_of(call, win);
-  check_assert(call, assert);
+  armci_win_s& w = window_asserting(call, win, assert);
   w.post(call, window_ranks(call, r, w, group, w.post_ranks), assert);
   return 0;
 }
@@ -267,30 +271,26 @@ ARMCI_API(int, ARMCI_Win_post, (ARMCI_Group * group, int assert, ARMCI_Win win))
 ARMCI_API(int, ARMCI_Win_start, (ARMCI_Group * group, int assert, ARMCI_Win win)) {
   const char* call = "ARMCI_Win_start";
   armci::Runtime& r = runtime(call);
-  armci_win_s& w = window_of(call, win);
-  check_assert(call, assert);
+  armci_win_s& w = window_asserting(call, win, assert);
   w.start(call, window_ranks(call, r, w, group, w.start_ranks), assert);
   return 0;
 }
 
 ARMCI_API(int, ARMCI_Win_complete, (ARMCI_Win win)) {
   const char* call = "ARMCI_Win_complete";
-  runtime(call);
-  window_of(call, win).complete(call);
+  live_window(call, win).complete(call);
   return 0;
 }
 
 ARMCI_API(int, ARMCI_Win_wait, (ARMCI_Win win)) {
   const char* call = "ARMCI_Win_wait";
-  runtime(call);
-  window_of(call, win).wait(call);
+  live_window(call, win).wait(call);
   return 0;
 }
 
 ARMCI_API(int, ARMCI_Win_test, (ARMCI_Win win, int* flag)) {
   const char* call = "ARMCI_Win_test";
-  runtime(call);
-  armci_win_s& w = window_of(call, win);
+  armci_win_s& w = live_window(call, win);
   if (flag == nullptr) fail(call, "argument 'flag' is NULL");
   *flag = w.test(call) ? 1 : 0;
   return 0;
@@ -298,8 +298,7 @@ ARMCI_API(int, ARMCI_Win_test, (ARMCI_Win win, int* flag)) {
 
 ARMCI_API(int, ARMCIX_Win_lock_counters, (ARMCI_Win win, long counts[4])) {
   const char* call = "ARMCIX_Win_lock_counters";
-  runtime(call);
-  const armci_win_s& w = window_of(call, win);
+  const armci_win_s& w = live_window(call, win);
   if (counts == nullptr) fail(call, "argument 'counts' is NULL");
   const auto& c = w.lock_counters();
   counts[0] = static_cast<long>(c.intra_node);
@@ -313,20 +312,16 @@ ARMCI_API(int, ARMCIX_Win_lock_counters, (ARMCI_Win win, long counts[4])) {
 
 ARMCI_API(int, ARMCI_Win_put, (const void* src, size_t bytes, int rank, size_t disp, ARMCI_Win win)) {
   const char* call = "ARMCI_Win_put";
-  runtime(call);
-  armci_win_s& w = window_of(call, win);
-  check_rank(call, w, rank);
-  if (src == nullptr && bytes > 0) fail(call, "argument 'src' is NULL");
+  armci_win_s& w = window_at(call, win, rank);
+  check_pointer(call, "src", src, bytes);
   w.contiguous(call, Op::put, nullptr, src, bytes, rank, disp);
   return 0;
 }
 
 ARMCI_API(int, ARMCI_Win_get, (void* dst, size_t bytes, int rank, size_t disp, ARMCI_Win win)) {
   const char* call = "ARMCI_Win_get";
-  runtime(call);
-  armci_win_s& w = window_of(call, win);
-  check_rank(call, w, rank);
-  if (dst == nullptr && bytes > 0) fail(call, "argument 'dst' is NULL");
+  armci_win_s& w = window_at(call, win, rank);
+  check_pointer(call, "dst", dst, bytes);
   w.contiguous(call, Op::get, nullptr, dst, bytes, rank, disp);
   return 0;
 }
@@ -334,11 +329,10 @@ ARMCI_API(int, ARMCI_Win_get, (void* dst, size_t bytes, int rank, size_t disp, A
 ARMCI_API(int, ARMCI_Win_acc,
           (int type, int op, const void* src, size_t bytes, int rank, size_t disp, ARMCI_Win win)) {
   const char* call = "ARMCI_Win_acc";
-  runtime(call);
-  armci_win_s& w = window_of(call, win);
+  armci_win_s& w = live_window(call, win);
   const WinAcc acc = win_acc(call, type, op);
   check_rank(call, w, rank);
-  if (src == nullptr && bytes > 0) fail(call, "argument 'src' is NULL");
+  check_pointer(call, "src", src, bytes);
   check_bytes_of(call, acc.args, bytes);
   w.contiguous(call, acc.op, acc.op == Op::acc ? &acc.args : nullptr, src, bytes, rank, disp);
   return 0;
@@ -347,9 +341,7 @@ ARMCI_API(int, ARMCI_Win_acc,
 ARMCI_API(int, ARMCI_Win_puts, (void* src_ptr, int src_stride_ar[], int dst_stride_ar[], int count[],
                                 int stride_levels, int rank, size_t disp, ARMCI_Win win)) {
   const char* call = "ARMCI_Win_puts";
-  runtime(call);
-  armci_win_s& w = window_of(call, win);
-  check_rank(call, w, rank);
+  armci_win_s& w = window_at(call, win, rank);
   w.strided(call, Op::put, nullptr, src_ptr, src_stride_ar, dst_stride_ar, count, stride_levels, rank, disp);
   return 0;
 }
@@ -357,9 +349,7 @@ ARMCI_API(int, ARMCI_Win_puts, (void* src_ptr, int src_stride_ar[], int dst_stri
 ARMCI_API(int, ARMCI_Win_gets, (void* dst_ptr, int dst_stride_ar[], int src_stride_ar[], int count[],
                                 int stride_levels, int rank, size_t disp, ARMCI_Win win)) {
   const char* call = "ARMCI_Win_gets";
-  runtime(call);
-  armci_win_s& w = window_of(call, win);
-  check_rank(call, w, rank);
+  armci_win_s& w = window_at(call, win, rank);
   w.strided(call, Op::get, nullptr, dst_ptr, dst_stride_ar, src_stride_ar, count, stride_levels, rank, disp);
   return 0;
 }
@@ -367,8 +357,7 @@ ARMCI_API(int, ARMCI_Win_gets, (void* dst_ptr, int dst_stride_ar[], int src_stri
 ARMCI_API(int, ARMCI_Win_accs, (int type, int op, void* src_ptr, int src_stride_ar[], int dst_stride_ar[],
                                 int count[], int stride_levels, int rank, size_t disp, ARMCI_Win win)) {
   const char* call = "ARMCI_Win_accs";
-  runtime(call);
-  armci_win_s& w = window_of(call, win);
+  armci_win_s& w = live_window(call, win);
   const WinAcc acc = win_acc(call, type, op);
   check_rank(call, w, rank);
   w.strided(call, acc.op, acc.op == Op::acc ? &acc.args : nullptr, src_ptr, src_stride_ar, dst_stride_ar, count,

@@ -24,6 +24,19 @@ std::atomic_ref<T> atomic_at(std::byte* p) {
   return std::atomic_ref<T>(*reinterpret_cast<T*>(p));
 }
 
+// ARMCI_Rmw's local operand and result: an int or a long at ploc, at any
+// alignment the caller gave it.
+template <typename T>
+T load_at(const void* p) {
+  T value;
+  std::memcpy(&value, p, sizeof value);
+  return value;
+}
+template <typename T>
+void store_at(void* p, T value) {
+  std::memcpy(p, &value, sizeof value);
+}
+
 // claim_at_target's request and answer (both ends are this library: plain
 // 64-bit fields).
 struct ClaimHeader {
@@ -245,35 +258,24 @@ std::uint64_t Sync::load_own(std::size_t offset) const {
 // ------------------------------------------------------------------ Rmw
 
 void Sync::rmw(const char* call, int op, void* ploc, void* prem, int value, int proc) {
+  // The old value goes to ploc; a swap's new value comes from there.
   switch (op) {
     case kFetchAndAdd: {
       const Word w = user_word(call, proc, prem, sizeof(int));
-      const std::uint32_t old = update32(call, w, true, static_cast<std::uint32_t>(value));
-      std::memcpy(ploc, &old, sizeof old);
-      return;
+      return store_at(ploc, update32(call, w, true, static_cast<std::uint32_t>(value)));
     }
     case kFetchAndAddLong: {
       const Word w = user_word(call, proc, prem, sizeof(long));
       // The increment is an int, sign-extended to long.
-      const std::uint64_t old = fetch_add64(call, w, static_cast<std::uint64_t>(static_cast<long>(value)));
-      std::memcpy(ploc, &old, sizeof old);
-      return;
+      return store_at(ploc, fetch_add64(call, w, static_cast<std::uint64_t>(static_cast<long>(value))));
     }
     case kSwap: {
       const Word w = user_word(call, proc, prem, sizeof(int));
-      std::uint32_t fresh;
-      std::memcpy(&fresh, ploc, sizeof fresh);
-      const std::uint32_t old = update32(call, w, false, fresh);
-      std::memcpy(ploc, &old, sizeof old);
-      return;
+      return store_at(ploc, update32(call, w, false, load_at<std::uint32_t>(ploc)));
     }
     case kSwapLong: {
       const Word w = user_word(call, proc, prem, sizeof(long));
-      std::uint64_t fresh;
-      std::memcpy(&fresh, ploc, sizeof fresh);
-      const std::uint64_t old = swap64(call, w, fresh);
-      std::memcpy(ploc, &old, sizeof old);
-      return;
+      return store_at(ploc, swap64(call, w, load_at<std::uint64_t>(ploc)));
     }
     default:
       fail(call, "argument 'op' (%d) is not ARMCI_FETCH_AND_ADD, ARMCI_FETCH_AND_ADD_LONG, ARMCI_SWAP or "

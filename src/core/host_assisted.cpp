@@ -30,12 +30,8 @@ struct HostAssisted::Operation {
 HostAssisted::HostAssisted(Progress& progress, Messages& messages, const Memory& memory, Completions& completions)
     : BackgroundWork(false), progress_(progress), messages_(messages), memory_(memory), completions_(completions) {
   auto acked = [this](int, std::uint64_t token) { finish_request(token); };
-  put_kind_ = messages_.add(
-      "host-put", [this](int source, auto header, auto payload) { handle_request(source, false, header, payload); },
-      acked);
-  get_kind_ = messages_.add(
-      "host-get", [this](int source, auto header, auto payload) { handle_request(source, true, header, payload); },
-      acked);
+  put_kind_ = messages_.add("host-put", std::bind_front(&HostAssisted::handle_request, this, false), acked);
+  get_kind_ = messages_.add("host-get", std::bind_front(&HostAssisted::handle_request, this, true), acked);
 }
 
 HostAssisted::~HostAssisted() = default;
@@ -141,7 +137,7 @@ platform::RemoteKey HostAssisted::peer_key(int source, std::span<const std::byte
   return unpacked;
 }
 
-void HostAssisted::handle_request(int source, bool is_get, std::span<const std::byte> header_bytes,
+void HostAssisted::handle_request(bool is_get, int source, std::span<const std::byte> header_bytes,
                                   std::span<const std::byte> payload) {
   incoming::Host request;
   if (incoming::Problem p = incoming::parse_host(

@@ -52,7 +52,7 @@ class HostAssisted : public BackgroundWork {
   struct Request;
   struct Operation;
   Exposure expose_local(const char* call, const void* address, std::size_t bytes);
-  void handle_request(int source, bool is_get, std::span<const std::byte> header, std::span<const std::byte> payload);
+  void handle_request(bool is_get, int source, std::span<const std::byte> header, std::span<const std::byte> payload);
   void finish_request(std::uint64_t token);
   platform::RemoteKey peer_key(int source, std::span<const std::byte> packed);
 

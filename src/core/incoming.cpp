@@ -3,6 +3,8 @@
 #include <cstdarg>
 #include <cstdio>
 
+#include "src/core/names.hpp"
+
 namespace armci::incoming {
 namespace {
 
@@ -29,14 +31,10 @@ std::byte* own_range(const FindOwn& find, std::uint64_t address, std::uint64_t b
   return region->local + (static_cast<std::uintptr_t>(address) - region->base);
 }
 
-const char* vector_call(VectorKind kind) {
-  switch (kind) {
-    case VectorKind::put: return "ARMCI_PutS/PutV (vector message)";
-    case VectorKind::acc: return "ARMCI_AccS/AccV (vector message)";
-    case VectorKind::get: return "ARMCI_GetS/GetV (vector message)";
-  }
-  return "?";
-}
+// The calls a vector message of each kind serves, for its errors.
+constexpr Named<VectorKind> kVectorCalls[] = {{"ARMCI_PutS/PutV (vector message)", VectorKind::put},
+                                              {"ARMCI_AccS/AccV (vector message)", VectorKind::acc},
+                                              {"ARMCI_GetS/GetV (vector message)", VectorKind::get}};
 
 }  // namespace
 
@@ -66,7 +64,7 @@ Problem parse_acc(int source, Bytes header_bytes, Bytes payload, const FindOwn& 
 
 Problem parse_vector(VectorKind kind, int source, Bytes header_bytes, Bytes payload, const FindOwn& find,
                      std::size_t max_answer, Vector& out) {
-  const char* call = vector_call(kind);
+  const char* call = name_of(kVectorCalls, kind);
   const bool is_get = kind == VectorKind::get;
   const char* argument = is_get ? "src" : "dst";
   if (header_bytes.size() < sizeof(wire::VectorHeader))

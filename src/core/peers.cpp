@@ -7,17 +7,18 @@
 #include <cstring>
 #include <map>
 
+#include "src/core/names.hpp"
+
 namespace armci {
 
-const char* to_string(PeerKind kind) {
-  switch (kind) {
-    case PeerKind::self: return "self";
-    case PeerKind::shared_memory: return "shm";
-    case PeerKind::network_host: return "net-host";
-    case PeerKind::network: return "net";
-  }
-  return "?";
-}
+namespace {
+constexpr Named<PeerKind> kPeerKindNames[] = {{"self", PeerKind::self},
+                                              {"shm", PeerKind::shared_memory},
+                                              {"net-host", PeerKind::network_host},
+                                              {"net", PeerKind::network}};
+}  // namespace
+
+const char* to_string(PeerKind kind) { return name_of(kPeerKindNames, kind); }
 
 Peers::Peers(int rank, std::vector<std::string> hosts, int vnode_size, bool shared_memory, int cpus_on_host)
     : rank_(rank), size_(static_cast<int>(hosts.size())), hosts_(std::move(hosts)) {

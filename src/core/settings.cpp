@@ -5,9 +5,11 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <span>
 #include <type_traits>
 
 #include "src/core/error.hpp"
+#include "src/core/names.hpp"
 
 namespace armci {
 namespace {
@@ -21,15 +23,36 @@ long long parse_number(const char* name, const char* text, long long minimum, lo
   fail("ARMCI_Init", "setting %s='%s' is not an integer in [%lld, %lld]", name, text, minimum, maximum);
 }
 
-template <typename Enum, std::size_t N>
-Enum parse_choice(const char* name, const char* text, const char* const (&names)[N], const Enum (&values)[N]) {
+template <typename Table>
+auto parse_choice(const char* name, const char* text, const Table& table) {
   std::string allowed;
-  for (std::size_t i = 0; i < N; ++i) {
-    if (!std::strcmp(text, names[i])) return values[i];
-    allowed += (i ? ", " : "") + std::string(names[i]);
+  for (const auto& row : table) {
+    if (!std::strcmp(text, row.name)) return row.value;
+    allowed += (allowed.empty() ? "" : ", ") + std::string(row.name);
   }
   fail("ARMCI_Init", "setting %s='%s' is not one of %s", name, text, allowed.c_str());
 }
+
+// The words of the settings that take one from a list, in the order the
+// error for any other word lists them.
+constexpr Named<NetworkChoice> kNetworks[] = {{"auto", NetworkChoice::automatic}, {"ucx", NetworkChoice::ucx},
+                                              {"verbs", NetworkChoice::verbs}};
+constexpr Named<HelperMode> kHelperModes[] = {{"block", HelperMode::block}, {"spin", HelperMode::spin},
+                                              {"none", HelperMode::none}};
+// Every strided protocol; ARMCI_PROTOCOL (contiguous) takes all but host.
+constexpr Named<ProtocolChoice> kStridedProtocols[] = {{"auto", ProtocolChoice::automatic},
+    {"direct", ProtocolChoice::direct}, {"buffered", ProtocolChoice::buffered}, {"host", ProtocolChoice::host}};
+constexpr std::span<const Named<ProtocolChoice>> kProtocols{kStridedProtocols, 3};
+constexpr Named<WinReorder> kWinReorders[] = {{"none", WinReorder::none}, {"gets-first", WinReorder::gets_first},
+                                              {"combine", WinReorder::combine}};
+constexpr Named<WinFence> kWinFences[] = {{"immediate", WinFence::immediate}, {"deferred", WinFence::deferred},
+                                          {"counted", WinFence::counted}};
+constexpr Named<WinLockMigrate> kWinLockMigrations[] = {{"pinned", WinLockMigrate::pinned},
+    {"always", WinLockMigrate::always}, {"after:N", WinLockMigrate::after}};
+constexpr Named<ShmFallback> kShmFallbacks[] = {{"memfd", ShmFallback::memfd}, {"network", ShmFallback::network},
+                                                {"error", ShmFallback::error}, {"always", ShmFallback::always}};
+constexpr Named<bool> kOnPeerFailure[] = {{"abort", false}, {"return", true}};
+constexpr Named<bool> kUcxErrModes[] = {{"none", false}, {"peer", true}};
 
 // One row of the table: how a variable's text becomes settings, and how the
 // settings show it again.
@@ -57,18 +80,20 @@ constexpr Entry verbs_number(const char* name, const char* description) {
   return number<field, minimum, maximum, 0>(name, description);
 }
 
+// A word of table kept in one field.
+template <auto field, const auto& table>
+constexpr Entry choice(const char* name, const char* description) {
+  return {name, description, [](Settings& s, const char* n, const char* text) { field(s) = parse_choice(n, text, table); },
+          [](const Settings& s) -> std::string { return name_of(table, field(const_cast<Settings&>(s))); }};
+}
+
 #define FIELD(member) [](Settings & s) -> auto& { return s.member; }
 #define VERBS(member) [](Settings & s) -> auto& { return s.network_options.verbs.member; }
 
 const Entry kEntries[] = {
-    {"ARMCI_NETWORK",
-     "network layer for peers not reached through shared memory: auto takes verbs where a device has "
-     "an active port, else UCX",
-     [](Settings& s, const char* n, const char* text) {
-       s.network = parse_choice(n, text, {"auto", "ucx", "verbs"},
-                                {NetworkChoice::automatic, NetworkChoice::ucx, NetworkChoice::verbs});
-     },
-     [](const Settings& s) -> std::string { return to_string(s.network); }},
+    choice<FIELD(network), kNetworks>("ARMCI_NETWORK",
+        "network layer for peers not reached through shared memory: auto takes verbs where a device has "
+        "an active port, else UCX"),
     {"ARMCI_SHM",
      "1: same-node peers through shared memory; 0: through the network layer",
      [](Settings& s, const char* n, const char* text) { s.shared_memory = parse_number(n, text, 0, LLONG_MAX, 10) != 0; },
@@ -93,13 +118,9 @@ const Entry kEntries[] = {
        s.helper = parse_number(n, text, 0, 1, 10) != 0 ? HelperMode::block : HelperMode::none;
      },
      [](const Settings& s) { return std::string(s.helper == HelperMode::none ? "0" : "1"); }},
-    {"ARMCI_HELPER",
-     "the helper thread that serves peers while the application computes: block (sleeps on the "
-     "network's wakeup), spin (polls first), none (no thread)",
-     [](Settings& s, const char* n, const char* text) {
-       s.helper = parse_choice(n, text, {"block", "spin", "none"}, {HelperMode::block, HelperMode::spin, HelperMode::none});
-     },
-     [](const Settings& s) -> std::string { return to_string(s.helper); }},
+    choice<FIELD(helper), kHelperModes>("ARMCI_HELPER",
+        "the helper thread that serves peers while the application computes: block (sleeps on the "
+        "network's wakeup), spin (polls first), none (no thread)"),
     number<FIELD(helper_spin_us), 0>("ARMCI_HELPER_SPIN_US",
         "microseconds a spin helper polls before it blocks"),
     {"ARMCI_HELPER_CPU",
@@ -124,14 +145,9 @@ const Entry kEntries[] = {
        s.wait_spin_us = !std::strcmp(text, "auto") ? kWaitSpinAuto : parse_number(n, text, 0, 10000000, 10);
      },
      [](const Settings& s) { return s.wait_spin_us == kWaitSpinAuto ? std::string("auto") : std::to_string(s.wait_spin_us); }},
-    {"ARMCI_PROTOCOL",
-     "contiguous put/get to a network peer: direct (zero-copy), buffered (through the registered "
-     "pool), or auto (the selection table)",
-     [](Settings& s, const char* n, const char* text) {
-       s.protocol = parse_choice(n, text, {"auto", "direct", "buffered"},
-                                 {ProtocolChoice::automatic, ProtocolChoice::direct, ProtocolChoice::buffered});
-     },
-     [](const Settings& s) -> std::string { return to_string(s.protocol); }},
+    choice<FIELD(protocol), kProtocols>("ARMCI_PROTOCOL",
+        "contiguous put/get to a network peer: direct (zero-copy), buffered (through the registered "
+        "pool), or auto (the selection table)"),
     number<FIELD(buffered_max), 0>("ARMCI_BUFFERED_MAX",
         "bytes: auto takes buffered for unregistered memory up to here (0: never)"),
     number<FIELD(buffer_chunk), 4096>("ARMCI_BUFFER_CHUNK",
@@ -155,22 +171,12 @@ const Entry kEntries[] = {
     number<FIELD(win_sync_timeout_s), 0>("ARMCI_WIN_SYNC_TIMEOUT",
         "seconds a window's PSCW start/wait or fence waits for the other members before it names the "
         "missing rank (0: no limit)"),
-    {"ARMCI_WIN_REORDER",
-     "puts and accs of a window epoch: none (issued at once), gets-first (held until the closing "
-     "synchronisation), combine (also packed into vector messages)",
-     [](Settings& s, const char* n, const char* text) {
-       s.win_reorder = parse_choice(n, text, {"none", "gets-first", "combine"},
-                                    {WinReorder::none, WinReorder::gets_first, WinReorder::combine});
-     },
-     [](const Settings& s) -> std::string { return to_string(s.win_reorder); }},
-    {"ARMCI_WIN_FENCE",
-     "design of a window's fence: immediate (flags per pair), deferred (held, sent as messages, "
-     "counted by a reduction), counted (notified puts)",
-     [](Settings& s, const char* n, const char* text) {
-       s.win_fence = parse_choice(n, text, {"immediate", "deferred", "counted"},
-                                  {WinFence::immediate, WinFence::deferred, WinFence::counted});
-     },
-     [](const Settings& s) -> std::string { return to_string(s.win_fence); }},
+    choice<FIELD(win_reorder), kWinReorders>("ARMCI_WIN_REORDER",
+        "puts and accs of a window epoch: none (issued at once), gets-first (held until the closing "
+        "synchronisation), combine (also packed into vector messages)"),
+    choice<FIELD(win_fence), kWinFences>("ARMCI_WIN_FENCE",
+        "design of a window's fence: immediate (flags per pair), deferred (held, sent as messages, "
+        "counted by a reduction), counted (notified puts)"),
     {"ARMCI_WIN_LOCK_MIGRATE",
      "whether a window lock that spans the network moves to CPU atomics for node neighbours: pinned "
      "(never), always, after:N locks in a row",
@@ -180,14 +186,13 @@ const Entry kEntries[] = {
          s.win_lock_migrate_after = static_cast<unsigned>(parse_number(n, text + 6, 1, 1 << 30, 10));
          return;
        }
-       s.win_lock_migrate = parse_choice(n, text, {"pinned", "always", "after:N"},
-                                         {WinLockMigrate::pinned, WinLockMigrate::always, WinLockMigrate::after});
+       s.win_lock_migrate = parse_choice(n, text, kWinLockMigrations);
        if (s.win_lock_migrate == WinLockMigrate::after) fail("ARMCI_Init", "setting %s='%s': N must be a number", n, text);
        s.win_lock_migrate_after = 1;
      },
      [](const Settings& s) -> std::string {
        if (s.win_lock_migrate == WinLockMigrate::after) return "after:" + std::to_string(s.win_lock_migrate_after);
-       return s.win_lock_migrate == WinLockMigrate::always ? "always" : "pinned";
+       return name_of(kWinLockMigrations, s.win_lock_migrate);
      }},
     number<FIELD(heartbeat_ms), 0, 3600000>("ARMCI_HEARTBEAT_MS",
         "milliseconds between heartbeats to the watching ranks of other hosts (0: off)"),
@@ -198,15 +203,9 @@ const Entry kEntries[] = {
     number<FIELD(aggregate_piece_max), 0>("ARMCI_AGGREGATE_PIECE_MAX",
         "bytes: operations on an aggregate handle up to this size are packed into one vector message "
         "per peer"),
-    {"ARMCI_STRIDED_PROTOCOL",
-     "strided and vector transfers to a network peer: buffered (vector messages), direct "
-     "(gather/scatter lists), host (target's helper posts them), or auto",
-     [](Settings& s, const char* n, const char* text) {
-       s.strided = parse_choice(n, text, {"auto", "direct", "buffered", "host"},
-                                {ProtocolChoice::automatic, ProtocolChoice::direct, ProtocolChoice::buffered,
-                                 ProtocolChoice::host});
-     },
-     [](const Settings& s) -> std::string { return to_string(s.strided); }},
+    choice<FIELD(strided), kStridedProtocols>("ARMCI_STRIDED_PROTOCOL",
+        "strided and vector transfers to a network peer: buffered (vector messages), direct "
+        "(gather/scatter lists), host (target's helper posts them), or auto"),
     number<FIELD(strided_buffered_max), 0>("ARMCI_STRIDED_BUFFERED_MAX",
         "piece bytes up to which auto packs strided pieces into vector messages"),
     number<FIELD(strided_host_max), 0>("ARMCI_STRIDED_HOST_MAX",
@@ -214,36 +213,14 @@ const Entry kEntries[] = {
     number<FIELD(malloc_keep), 0>("ARMCI_MALLOC_KEEP",
         "bytes of freed ARMCI_Malloc parts a rank keeps mapped for later allocations (at most a quarter "
         "of the /dev/shm free at start-up)"),
-    {"ARMCI_SHM_FALLBACK",
-     "a shared segment /dev/shm cannot hold: memfd (anonymous memory file), network (private memory "
-     "reached through the network), error, always (tests)",
-     [](Settings& s, const char* n, const char* text) {
-       s.shm_fallback = parse_choice(n, text, {"memfd", "network", "error", "always"},
-                                     {ShmFallback::memfd, ShmFallback::network, ShmFallback::error,
-                                      ShmFallback::always});
-     },
-     [](const Settings& s) -> std::string {
-       switch (s.shm_fallback) {
-         case ShmFallback::memfd: return "memfd";
-         case ShmFallback::network: return "network";
-         case ShmFallback::error: return "error";
-         case ShmFallback::always: return "always";
-       }
-       return "?";
-     }},
-    {"ARMCI_ON_PEER_FAILURE",
-     "what survivors do when a peer dies: abort (end with an error naming the rank) or return (calls "
-     "return ARMCI_ERR_PEER_DEAD)",
-     [](Settings& s, const char* n, const char* text) {
-       s.return_on_peer_failure = parse_choice(n, text, {"abort", "return"}, {false, true});
-     },
-     [](const Settings& s) { return std::string(s.return_on_peer_failure ? "return" : "abort"); }},
-    {"ARMCI_UCX_ERR_MODE",
-     "peer: UCX endpoints detect failed peers (UCX 1.13 then refuses its shared-memory transports); none",
-     [](Settings& s, const char* n, const char* text) {
-       s.network_options.ucx.detect_failures = parse_choice(n, text, {"none", "peer"}, {false, true});
-     },
-     [](const Settings& s) { return std::string(s.network_options.ucx.detect_failures ? "peer" : "none"); }},
+    choice<FIELD(shm_fallback), kShmFallbacks>("ARMCI_SHM_FALLBACK",
+        "a shared segment /dev/shm cannot hold: memfd (anonymous memory file), network (private memory "
+        "reached through the network), error, always (tests)"),
+    choice<FIELD(return_on_peer_failure), kOnPeerFailure>("ARMCI_ON_PEER_FAILURE",
+        "what survivors do when a peer dies: abort (end with an error naming the rank) or return (calls "
+        "return ARMCI_ERR_PEER_DEAD)"),
+    choice<FIELD(network_options.ucx.detect_failures), kUcxErrModes>("ARMCI_UCX_ERR_MODE",
+        "peer: UCX endpoints detect failed peers (UCX 1.13 then refuses its shared-memory transports); none"),
     {"ARMCI_VERBS_DEVICE",
      "verbs device by name (rxe0, mlx5_0)",
      [](Settings& s, const char*, const char* text) { s.network_options.verbs.device = text; },
@@ -314,51 +291,11 @@ const Entry kEntries[] = {
 
 }  // namespace
 
-const char* to_string(HelperMode mode) {
-  switch (mode) {
-    case HelperMode::block: return "block";
-    case HelperMode::spin: return "spin";
-    case HelperMode::none: return "none";
-  }
-  return "?";
-}
-
-const char* to_string(ProtocolChoice choice) {
-  switch (choice) {
-    case ProtocolChoice::automatic: return "auto";
-    case ProtocolChoice::direct: return "direct";
-    case ProtocolChoice::buffered: return "buffered";
-    case ProtocolChoice::host: return "host";
-  }
-  return "?";
-}
-
-const char* to_string(WinReorder reorder) {
-  switch (reorder) {
-    case WinReorder::none: return "none";
-    case WinReorder::gets_first: return "gets-first";
-    case WinReorder::combine: return "combine";
-  }
-  return "?";
-}
-
-const char* to_string(WinFence fence) {
-  switch (fence) {
-    case WinFence::immediate: return "immediate";
-    case WinFence::deferred: return "deferred";
-    case WinFence::counted: return "counted";
-  }
-  return "?";
-}
-
-const char* to_string(NetworkChoice choice) {
-  switch (choice) {
-    case NetworkChoice::automatic: return "auto";
-    case NetworkChoice::ucx: return "ucx";
-    case NetworkChoice::verbs: return "verbs";
-  }
-  return "?";
-}
+const char* to_string(HelperMode mode) { return name_of(kHelperModes, mode); }
+const char* to_string(ProtocolChoice choice) { return name_of(kStridedProtocols, choice); }
+const char* to_string(WinReorder reorder) { return name_of(kWinReorders, reorder); }
+const char* to_string(WinFence fence) { return name_of(kWinFences, fence); }
+const char* to_string(NetworkChoice choice) { return name_of(kNetworks, choice); }
 
 Settings Settings::from_environment() {
   Settings s;

@@ -6,29 +6,21 @@
 #include "src/core/error.hpp"
 #include "src/core/incoming.hpp"
 #include "src/core/memory.hpp"
+#include "src/core/names.hpp"
 #include "src/core/progress.hpp"
 #include "src/core/settings.hpp"
 #include "src/core/wire.hpp"
 
 namespace armci {
 
-const char* to_string(Op op) {
-  switch (op) {
-    case Op::put: return "put";
-    case Op::get: return "get";
-    case Op::acc: return "acc";
-  }
-  return "?";
-}
+namespace {
+constexpr Named<Op> kOpNames[] = {{"put", Op::put}, {"get", Op::get}, {"acc", Op::acc}};
+constexpr Named<Mode> kModeNames[] = {
+    {"blocking", Mode::blocking}, {"nonblocking", Mode::nonblocking}, {"aggregate", Mode::aggregate}};
+}  // namespace
 
-const char* to_string(Mode mode) {
-  switch (mode) {
-    case Mode::blocking: return "blocking";
-    case Mode::nonblocking: return "nonblocking";
-    case Mode::aggregate: return "aggregate";
-  }
-  return "?";
-}
+const char* to_string(Op op) { return name_of(kOpNames, op); }
+const char* to_string(Mode mode) { return name_of(kModeNames, mode); }
 
 Transfers::Transfers(const Peers& peers, Memory& memory, Progress& progress, Messages& messages,
                      Completions& completions, VectorMessages& vector_messages, Pipeline& pipeline,

@@ -53,16 +53,12 @@ VectorMessages::VectorMessages(Progress& progress, Messages& messages, const Mem
     sent->completion->pending.fetch_sub(1, std::memory_order_release);
     delete sent;
   };
-  put_kind_ = messages_.add(
-      "vector-put", [this](int source, auto header, auto payload) { handle_put_or_acc(source, false, header, payload); },
-      batch_acked);
-  acc_kind_ = messages_.add(
-      "vector-acc", [this](int source, auto header, auto payload) { handle_put_or_acc(source, true, header, payload); },
-      batch_acked);
-  get_kind_ = messages_.add("vector-get",
-                            [this](int source, auto header, auto payload) { handle_get(source, header, payload); });
-  answer_kind_ = messages_.add(
-      "vector-answer", [this](int source, auto header, auto payload) { handle_answer(source, header, payload); });
+  put_kind_ =
+      messages_.add("vector-put", std::bind_front(&VectorMessages::handle_put_or_acc, this, false), batch_acked);
+  acc_kind_ =
+      messages_.add("vector-acc", std::bind_front(&VectorMessages::handle_put_or_acc, this, true), batch_acked);
+  get_kind_ = messages_.add("vector-get", std::bind_front(&VectorMessages::handle_get, this));
+  answer_kind_ = messages_.add("vector-answer", std::bind_front(&VectorMessages::handle_answer, this));
 }
 
 VectorMessages::~VectorMessages() = default;
@@ -159,7 +155,7 @@ void VectorMessages::send_all(VectorBatches& batches, platform::Completion& comp
   batches.clear();
 }
 
-void VectorMessages::handle_put_or_acc(int source, bool is_acc, std::span<const std::byte> header,
+void VectorMessages::handle_put_or_acc(bool is_acc, int source, std::span<const std::byte> header,
                                        std::span<const std::byte> payload) {
   const auto kind = is_acc ? incoming::VectorKind::acc : incoming::VectorKind::put;
   incoming::Vector message;

@@ -80,7 +80,7 @@ class VectorMessages {
  private:
   struct OutgoingAnswer;
   void send(VectorBatch& batch, platform::Completion& completion);
-  void handle_put_or_acc(int source, bool is_acc, std::span<const std::byte> header,
+  void handle_put_or_acc(bool is_acc, int source, std::span<const std::byte> header,
                          std::span<const std::byte> payload);
   void handle_get(int source, std::span<const std::byte> header, std::span<const std::byte> payload);
   void handle_answer(int source, std::span<const std::byte> header, std::span<const std::byte> payload);

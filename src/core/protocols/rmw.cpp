@@ -4,20 +4,20 @@
 #include <cstdio>
 
 #include "src/core/error.hpp"
+#include "src/core/names.hpp"
 #include "src/core/sync.hpp"
 
 namespace armci::protocols {
 
-const char* to_string(WordOp op) {
-  switch (op) {
-    case WordOp::fetch_add: return "fetch-add";
-    case WordOp::compare_swap: return "compare-swap";
-    case WordOp::swap: return "swap";
-    case WordOp::fetch_add32: return "fetch-add32";
-    case WordOp::swap32: return "swap32";
-  }
-  return "?";
-}
+namespace {
+constexpr Named<WordOp> kWordOpNames[] = {{"fetch-add", WordOp::fetch_add},
+                                          {"compare-swap", WordOp::compare_swap},
+                                          {"swap", WordOp::swap},
+                                          {"fetch-add32", WordOp::fetch_add32},
+                                          {"swap32", WordOp::swap32}};
+}  // namespace
+
+const char* to_string(WordOp op) { return name_of(kWordOpNames, op); }
 
 namespace {
 
