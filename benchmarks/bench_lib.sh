@@ -77,11 +77,11 @@ bench_make() {
 # with mpicc against ARMCI-MPI as BUILD_DIR/benchmarks/PROGRAM_armci_mpi
 # (-O2 as automake's default CFLAGS for ours), then checked to link it.
 bench_build_armci_mpi() {
-  local p out log
+  local p out log harness=("$script_dir/harness.c" "$script_dir/harness_options.c")
   for p in "$@"; do
     out="$build_dir/benchmarks/${p}_armci_mpi" log="$results/build-${p}_armci_mpi.log"
-    echo "== $mpicc_cmd -O2 -o $out $script_dir/$p.c $script_dir/harness.c ${armci_mpi_libs[*]} -lm"
-    "$mpicc_cmd" -O2 -o "$out" "$script_dir/$p.c" "$script_dir/harness.c" "${armci_mpi_libs[@]}" -lm \
+    echo "== $mpicc_cmd -O2 -o $out $script_dir/$p.c ${harness[*]} ${armci_mpi_libs[*]} -lm"
+    "$mpicc_cmd" -O2 -o "$out" "$script_dir/$p.c" "${harness[@]}" "${armci_mpi_libs[@]}" -lm \
       >"$log" 2>&1 || {
       cat "$log" >&2
       echo "$bench_me: building the ARMCI-MPI version of $p failed" >&2

@@ -169,6 +169,33 @@ void fill_pattern(unsigned char *p, size_t n, unsigned seed, int inverted);
 /* The first byte that is not the pattern, or -1. */
 long find_pattern_mismatch(const unsigned char *p, size_t n, unsigned seed);
 
+/* ---------------------------------------------------------------- memory */
+
+/* ARMCI_Malloc of `bytes` on every rank (collective): every rank's base in
+ * a malloc'd array, this rank's part zeroed when `zeroed`; the run ends when
+ * it fails. bench_free_all gives both back (collective). */
+void **bench_malloc_all(size_t bytes, int zeroed);
+void bench_free_all(void **bases);
+/* ARMCI_Malloc_local, or the run ends. */
+void *bench_malloc_local(size_t bytes);
+/* The largest of n values (0 for none): buffers are sized by a list's largest. */
+long bench_largest(const long *v, int n);
+
+/* One window of nonblocking transfers: w calls of `nb` (ARMCI_NbPut or
+ * ARMCI_NbGet; `name` for messages) of the same bytes on handles[0..w-1],
+ * then ARMCI_Wait on each. Inline, so that a constant `nb` is a direct call
+ * in the timed loop. */
+typedef int (*bench_nb_fn)(void *src, void *dst, int bytes, int proc, armci_hdl_t *handle);
+static inline void bench_nb_window(bench_nb_fn nb, const char *name, void *src, void *dst, int bytes, int proc,
+                                   armci_hdl_t *handles, int w) {
+  for (int k = 0; k < w; k++) {
+    ARMCI_INIT_HANDLE(&handles[k]);
+    BENCH_CHECK(nb(src, dst, bytes, proc, &handles[k]), "%s of %d bytes", name, bytes);
+  }
+  for (int k = 0; k < w; k++)
+    BENCH_CHECK(ARMCI_Wait(&handles[k]), "ARMCI_Wait after %s of %d bytes", name, bytes);
+}
+
 /* -------------------------------------------------------------- options */
 
 enum bench_opt_type {
@@ -230,6 +257,11 @@ struct bench_opt {
  * bench_end(); only rank 0 prints. Call after bench_start. */
 void bench_parse(int argc, char **argv, const struct bench_opt *opts, const char *about);
 
+/* How every benchmark begins: bench_start, bench_parse against opts, then
+ * bench_need_procs(min_procs) when min_procs > 1. */
+void bench_begin(int *argc, char ***argv, const char *program, const struct bench_opt *opts, const char *about,
+                 int min_procs);
+
 /* "64", "64K", "4M", "1G", "4MiB"; -1 when malformed. */
 long parse_bytes(const char *s);
 /* "4K" for 4096; for tables and messages. */
@@ -270,5 +302,44 @@ void bench_table_header(const struct bench_table *t);
 void bench_row(const struct bench_table *t, ...);
 /* The same row to the CSV only (rows the printed table summarises). */
 void bench_csv_row(const struct bench_table *t, ...);
+
+/* ---------------------------------------------------------------- report */
+
+/* What a benchmark's output starts with: on rank 0 the CSV opened
+ * (bench_csv_open), when fmt is given a line "# PROGRAM impl=IMPL " and fmt,
+ * then the "# settings:" line; on every rank the run clock r started. */
+__attribute__((format(printf, 5, 6))) void bench_report_open(struct bench_run *r, const char *csv_path,
+                                                             const struct bench_table *t, int samples,
+                                                             const char *fmt, ...);
+/* Rank 0, after the measurements: the "# run:" line of r with run_extra
+ * after the cpu/wall share (or NULL), the note (a printf format, or NULL),
+ * then the header of t (NULL: the caller prints its own). */
+__attribute__((format(printf, 4, 5))) void bench_report_table(const struct bench_run *r, const char *run_extra,
+                                                              const struct bench_table *t, const char *note_fmt,
+                                                              ...);
+
+/* A median with its quartiles, scaled (1e6: seconds to microseconds), and
+ * "(q1-q3)" with `prec` decimals, for the tables that print the spread beside
+ * the median. */
+struct bench_figure {
+  double median, q1, q3;
+  char spread[48];
+};
+struct bench_figure bench_figure(const double *samples, int n, double scale, int prec);
+
+/* The whole life of a benchmark sampled in passes: bench_report_open (no
+ * header line), bench_passes(reps, warmup, pass, ctx), then on rank 0
+ * bench_report_table with run_extra and row(ctx, i) for every i < nrows.
+ * The caller ends the CSV (bench_csv_finish) after anything it adds. */
+struct bench_measurement {
+  const struct bench_table *table;
+  const char *csv_path;
+  int reps, warmup;
+  void (*pass)(void *ctx, int pass);
+  int nrows;
+  void (*row)(void *ctx, int i);
+  const char *run_extra;
+};
+void bench_measure(const struct bench_measurement *m, void *ctx);
 
 #endif /* ARMCI_BENCH_HARNESS_H */

@@ -125,10 +125,20 @@ static const struct bench_col cols[] = {
     {NULL, "mpi_q1_us", COL_DOUBLE, 0, 0, 4},
     {NULL, "mpi_q3_us", COL_DOUBLE, 0, 0, 4},
 };
+static const struct bench_table table = BENCH_TABLE(cols);
+
+/* Rank 0: ours and MPI's time per call, their quartiles and MPI over ours. */
+static void report_row(void *ctx, int k) {
+  (void)ctx;
+  const struct cell *c = &cells[k];
+  const struct bench_figure a = bench_figure(c->samples[IMPL_ARMCI], reps, 1e6, 2),
+                            m = bench_figure(c->samples[IMPL_MPI], reps, 1e6, 2);
+  bench_row(&table, op_names[c->op], c->bytes, a.median, a.spread, m.median, m.spread, m.median / a.median, a.q1,
+            a.q3, m.q1, m.q3);
+}
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
-  bench_start(&argc, &argv, "msg_bench");
   const struct bench_opt opts[] = {
       BENCH_OPT_REPS('r', &reps, NULL),
       BENCH_OPT_SAMPLE_MS('t', &sample_s, NULL),
@@ -137,11 +147,10 @@ int main(int argc, char **argv) {
       BENCH_OPT_CSV('c', &csv_path),
       BENCH_OPT_END,
   };
-  bench_parse(argc, argv,
-              opts,
+  bench_begin(&argc, &argv, "msg_bench", opts,
               "armci_msg_barrier/bcast/dgop against MPI_Barrier/Bcast/Allreduce, alternating\n"
-              "samples in one run; time per call at rank 0 (median, quartiles), MPI over ours.");
-  bench_need_procs(2);
+              "samples in one run; time per call at rank 0 (median, quartiles), MPI over ours.",
+              2);
   long largest = 8;
   cells[ncells++] = (struct cell){OP_BARRIER, 0, 0, {{0}}};
   for (int s = 0; s < nsizes; s++) {
@@ -153,28 +162,9 @@ int main(int argc, char **argv) {
   }
   buffer = malloc((size_t)largest);
   reference = malloc((size_t)largest);
-  const struct bench_table table = BENCH_TABLE(cols);
-  if (me == 0) {
-    bench_csv_open(csv_path, &table, reps);
-    print_settings(stdout);
-  }
-  struct bench_run run;
-  bench_run_begin(&run);
-  bench_passes(reps, warmup, pass_fn, NULL);
-  if (me == 0) {
-    bench_run_print(&run, NULL);
-    bench_table_header(&table);
-    for (int k = 0; k < ncells; k++) {
-      const struct cell *c = &cells[k];
-      struct bench_stats a = bench_stats(c->samples[IMPL_ARMCI], reps), m = bench_stats(c->samples[IMPL_MPI], reps);
-      char qa[48], qm[48];
-      snprintf(qa, sizeof qa, "(%.2f-%.2f)", 1e6 * a.q1, 1e6 * a.q3);
-      snprintf(qm, sizeof qm, "(%.2f-%.2f)", 1e6 * m.q1, 1e6 * m.q3);
-      bench_row(&table, op_names[c->op], c->bytes, 1e6 * a.median, qa, 1e6 * m.median, qm, m.median / a.median,
-                1e6 * a.q1, 1e6 * a.q3, 1e6 * m.q1, 1e6 * m.q3);
-    }
-    bench_csv_finish();
-  }
+  const struct bench_measurement m = {&table, csv_path, reps, warmup, pass_fn, ncells, report_row, NULL};
+  bench_measure(&m, NULL);
+  bench_csv_finish();
   free(buffer);
   free(reference);
   bench_end();
