@@ -484,5 +484,5 @@ void bench_measure(const struct bench_measurement *m, void *ctx) {
     return;
   bench_report_table(&run, m->run_extra, m->table, NULL);
   for (int i = 0; i < m->nrows; i++)
-    m->row(ctx, i);
+    m->row(i);
 }

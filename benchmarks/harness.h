@@ -327,9 +327,21 @@ struct bench_figure {
 };
 struct bench_figure bench_figure(const double *samples, int n, double scale, int prec);
 
+/* The columns of a benchmark that times ours against MPI's (msg_bench,
+ * win_bench): each one's median in us (width, prec) with its "(q1-q3)"
+ * beside it (bench_figure), MPI's over ours, then the four quartiles as CSV
+ * columns. A row passes ours.median, ours.spread, mpi.median, mpi.spread,
+ * the ratio, ours.q1, ours.q3, mpi.q1, mpi.q3. */
+#define BENCH_COLS_OURS_VS_MPI(width, prec)                                                        \
+  {"armci us", "armci_us", COL_DOUBLE, width, prec, 4}, {"(q1-q3)", NULL, COL_STR, -16, 0, 0},       \
+      {"mpi us", "mpi_us", COL_DOUBLE, width, prec, 4}, {"(q1-q3)", NULL, COL_STR, -16, 0, 0},       \
+      {"mpi/armci", "mpi_over_armci", COL_DOUBLE, 10, 2, 3}, {NULL, "armci_q1_us", COL_DOUBLE, 0, 0, 4}, \
+      {NULL, "armci_q3_us", COL_DOUBLE, 0, 0, 4}, {NULL, "mpi_q1_us", COL_DOUBLE, 0, 0, 4},         \
+      {NULL, "mpi_q3_us", COL_DOUBLE, 0, 0, 4}
+
 /* The whole life of a benchmark sampled in passes: bench_report_open (no
  * header line), bench_passes(reps, warmup, pass, ctx), then on rank 0
- * bench_report_table with run_extra and row(ctx, i) for every i < nrows.
+ * bench_report_table with run_extra and row(i) for every i < nrows.
  * The caller ends the CSV (bench_csv_finish) after anything it adds. */
 struct bench_measurement {
   const struct bench_table *table;
@@ -337,7 +349,7 @@ struct bench_measurement {
   int reps, warmup;
   void (*pass)(void *ctx, int pass);
   int nrows;
-  void (*row)(void *ctx, int i);
+  void (*row)(int i);
   const char *run_extra;
 };
 void bench_measure(const struct bench_measurement *m, void *ctx);

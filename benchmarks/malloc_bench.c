@@ -152,8 +152,7 @@ static const struct bench_col cols[] = {
 static const struct bench_table table = BENCH_TABLE(cols);
 
 /* Rank 0: time per pair, its quartiles and the pairs per sample. */
-static void report_row(void *ctx, int k) {
-  (void)ctx;
+static void report_row(int k) {
   const struct cell *c = &cells[k];
   const struct bench_figure t = bench_figure(c->samples, reps, 1e6, 2);
   bench_row(&table, variant_names[c->variant], c->bytes, t.median, t.spread, c->iters, t.q1, t.q3);

@@ -115,21 +115,12 @@ static void pass_fn(void *ctx, int pass) {
 static const struct bench_col cols[] = {
     {"op", "op", COL_STR, -8, 0, 0},
     {"bytes", "bytes", COL_LONG, 8, 0, 0},
-    {"armci us", "armci_us", COL_DOUBLE, 10, 2, 4},
-    {"(q1-q3)", NULL, COL_STR, -16, 0, 0},
-    {"mpi us", "mpi_us", COL_DOUBLE, 10, 2, 4},
-    {"(q1-q3)", NULL, COL_STR, -16, 0, 0},
-    {"mpi/armci", "mpi_over_armci", COL_DOUBLE, 10, 2, 3},
-    {NULL, "armci_q1_us", COL_DOUBLE, 0, 0, 4},
-    {NULL, "armci_q3_us", COL_DOUBLE, 0, 0, 4},
-    {NULL, "mpi_q1_us", COL_DOUBLE, 0, 0, 4},
-    {NULL, "mpi_q3_us", COL_DOUBLE, 0, 0, 4},
+    BENCH_COLS_OURS_VS_MPI(10, 2),
 };
 static const struct bench_table table = BENCH_TABLE(cols);
 
 /* Rank 0: ours and MPI's time per call, their quartiles and MPI over ours. */
-static void report_row(void *ctx, int k) {
-  (void)ctx;
+static void report_row(int k) {
   const struct cell *c = &cells[k];
   const struct bench_figure a = bench_figure(c->samples[IMPL_ARMCI], reps, 1e6, 2),
                             m = bench_figure(c->samples[IMPL_MPI], reps, 1e6, 2);

@@ -499,15 +499,7 @@ static void pass_fn(void *ctx, int pass) {
 
 static const struct bench_col cols[] = {
     {"op", "op", COL_STR, -18, 0, 0},
-    {"armci us", "armci_us", COL_DOUBLE, 9, 3, 4},
-    {"(q1-q3)", NULL, COL_STR, -16, 0, 0},
-    {"mpi us", "mpi_us", COL_DOUBLE, 9, 3, 4},
-    {"(q1-q3)", NULL, COL_STR, -16, 0, 0},
-    {"mpi/armci", "mpi_over_armci", COL_DOUBLE, 10, 2, 3},
-    {NULL, "armci_q1_us", COL_DOUBLE, 0, 0, 4},
-    {NULL, "armci_q3_us", COL_DOUBLE, 0, 0, 4},
-    {NULL, "mpi_q1_us", COL_DOUBLE, 0, 0, 4},
-    {NULL, "mpi_q3_us", COL_DOUBLE, 0, 0, 4},
+    BENCH_COLS_OURS_VS_MPI(9, 3),
     {NULL, "armci_overlap_pct", COL_DOUBLE, 0, 0, 1},
     {NULL, "mpi_overlap_pct", COL_DOUBLE, 0, 0, 1},
 };
@@ -523,8 +515,7 @@ static double overlap_pct(double comm, double comp, double total) {
 
 /* Rank 0: ours and MPI's time per epoch, their quartiles, MPI over ours and,
  * for the overlap cells, the overlap of each. */
-static void report_row(void *ctx, int k) {
-  (void)ctx;
+static void report_row(int k) {
   const struct cell *c = &cells[k];
   const struct bench_figure a = bench_figure(c->samples[IMPL_ARMCI], reps, 1e6, 3),
                             m = bench_figure(c->samples[IMPL_MPI], reps, 1e6, 3);
