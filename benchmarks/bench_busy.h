@@ -157,6 +157,13 @@ static int phases_end(struct phase_ctl *pc, void **bases) {
   return pc->any_timed_out ? 4 : 0;
 }
 
+/* After a check's put: rank 1's first `bytes` hold `image` again (rank 0). */
+static void restore_target(void *remote, const void *image, long bytes) {
+  if (ARMCI_Put((void *)image, remote, (int)bytes, 1) != 0)
+    die("restore put failed");
+  ARMCI_Fence(1);
+}
+
 /* Rank 1's part of the measured region holds `image` (collective). */
 static void target_holds(void **bases, const void *image, size_t bytes) {
   if (me == 1) {

@@ -108,9 +108,7 @@ static void check(enum kind k, char *local, char *remote, char *scratch, char *b
       expect("strided put wrote into a gap", piece, back, image, p * stride + piece, gap_end);
     }
   }
-  /* restore rank 1's bytes */
-  if (ARMCI_Put((void *)image, remote, (int)check_len, 1) != 0) die("restore put failed");
-  ARMCI_Fence(1);
+  restore_target(remote, image, check_len);
 }
 
 /* ------------------------------------------------------------ settings */

@@ -134,8 +134,7 @@ static void check(enum kind k, struct layout *L, const int *image, int *scratch,
       if (written) want = -want;
       if (back[row * COLS + col] != want) bad(k, L, row, col, back[row * COLS + col], want);
     }
-  if (ARMCI_Put((void *)image, L->remote, (int)(words * (long)sizeof(int)), 1) != 0) die("restore put failed");
-  ARMCI_Fence(1);
+  restore_target(L->remote, image, words * (long)sizeof(int));
 }
 
 /* ------------------------------------------------------------ settings */
