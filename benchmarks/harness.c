@@ -478,8 +478,8 @@ struct bench_figure bench_figure(const double *samples, int n, double scale, int
 
 void bench_measure(const struct bench_measurement *m, void *ctx) {
   struct bench_run run;
-  bench_report_open(&run, m->csv_path, m->table, m->reps, NULL);
-  bench_passes(m->reps, m->warmup, m->pass, ctx);
+  bench_report_open(&run, m->opts->csv_path, m->table, m->opts->reps, NULL);
+  bench_passes(m->opts->reps, m->opts->warmup, m->pass, ctx);
   if (me != 0)
     return;
   bench_report_table(&run, m->run_extra, m->table, NULL);

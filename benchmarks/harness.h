@@ -339,14 +339,25 @@ struct bench_figure bench_figure(const double *samples, int n, double scale, int
       {NULL, "armci_q3_us", COL_DOUBLE, 0, 0, 4}, {NULL, "mpi_q1_us", COL_DOUBLE, 0, 0, 4},         \
       {NULL, "mpi_q3_us", COL_DOUBLE, 0, 0, 4}
 
+/* What a benchmark measured by bench_measure is told: samples per cell,
+ * untimed passes before them, a sample's length, where the CSV goes;
+ * BENCH_OPTS_PASSES lists them as -r, -t, --warmup and -c. */
+struct bench_pass_options {
+  int reps, warmup;
+  double sample_s;
+  const char *csv_path;
+};
+#define BENCH_OPTS_PASSES(o)                                                                       \
+  BENCH_OPT_REPS('r', &(o)->reps, NULL), BENCH_OPT_SAMPLE_MS('t', &(o)->sample_s, NULL),           \
+      BENCH_OPT_WARMUP(&(o)->warmup), BENCH_OPT_CSV('c', &(o)->csv_path)
+
 /* The whole life of a benchmark sampled in passes: bench_report_open (no
  * header line), bench_passes(reps, warmup, pass, ctx), then on rank 0
  * bench_report_table with run_extra and row(i) for every i < nrows.
  * The caller ends the CSV (bench_csv_finish) after anything it adds. */
 struct bench_measurement {
   const struct bench_table *table;
-  const char *csv_path;
-  int reps, warmup;
+  const struct bench_pass_options *opts;
   void (*pass)(void *ctx, int pass);
   int nrows;
   void (*row)(int i);

@@ -31,9 +31,7 @@ static const char *variant_names[NVARIANTS] = {"malloc", "group", "floor"};
 
 static long sizes[16] = {4096, 65536, 1048576};
 static int nsizes = 3;
-static int reps = 9, warmup = 1;
-static double sample_s = 0.05;
-static const char *csv_path;
+static struct bench_pass_options opt = {.reps = 9, .warmup = 1, .sample_s = 0.05};
 
 struct cell {
   enum variant variant;
@@ -132,7 +130,7 @@ static void pass_fn(void *ctx, int pass) {
     struct cell *c = &cells[k];
     if (pass == 0) {
       check_cell(c);
-      struct bench_calibration cal = {sample_s, 0.25, 1, 1, 1, 1L << 20};
+      struct bench_calibration cal = {opt.sample_s, 0.25, 1, 1, 1, 1L << 20};
       c->iters = bench_calibrate(&cal, run_cell, c);
       continue;
     }
@@ -154,18 +152,15 @@ static const struct bench_table table = BENCH_TABLE(cols);
 /* Rank 0: time per pair, its quartiles and the pairs per sample. */
 static void report_row(int k) {
   const struct cell *c = &cells[k];
-  const struct bench_figure t = bench_figure(c->samples, reps, 1e6, 2);
+  const struct bench_figure t = bench_figure(c->samples, opt.reps, 1e6, 2);
   bench_row(&table, variant_names[c->variant], c->bytes, t.median, t.spread, c->iters, t.q1, t.q3);
 }
 
 int main(int argc, char **argv) {
   int no_group = 0, no_floor = 0;
   const struct bench_opt opts[] = {
-      BENCH_OPT_REPS('r', &reps, NULL),
-      BENCH_OPT_SAMPLE_MS('t', &sample_s, NULL),
-      BENCH_OPT_WARMUP(&warmup),
+      BENCH_OPTS_PASSES(&opt),
       BENCH_OPT_SIZES('s', sizes, &nsizes, 0, 1L << 30),
-      BENCH_OPT_CSV('c', &csv_path),
       {0, "no-group", OPT_FLAG, &no_group, 0, 0, NULL, "skip the ARMCI_Malloc_group rows", NULL, NULL, 0, NULL},
       {0, "no-floor", OPT_FLAG, &no_floor, 0, 0, NULL, "skip the floor rows (one bare shared segment)", NULL,
        NULL, 0, NULL},
@@ -187,7 +182,7 @@ int main(int argc, char **argv) {
   }
   char path[64];
   snprintf(path, sizeof path, "; transfer path %s", transfer_path());
-  const struct bench_measurement m = {&table, csv_path, reps, warmup, pass_fn, ncells, report_row, path};
+  const struct bench_measurement m = {&table, &opt, pass_fn, ncells, report_row, path};
   bench_measure(&m, NULL);
   bench_csv_finish();
   ARMCI_Group_free(&everyone);

@@ -22,9 +22,7 @@ enum impl { IMPL_ARMCI, IMPL_MPI, NIMPLS };
 
 static long sizes[32] = {8, 64, 512, 4096, 32768, 262144, 1048576};
 static int nsizes = 7;
-static int reps = 9, warmup = 1;
-static double sample_s = 0.02;
-static const char *csv_path;
+static struct bench_pass_options opt = {.reps = 9, .warmup = 1, .sample_s = 0.02};
 
 struct cell {
   enum op op;
@@ -99,7 +97,7 @@ static void pass_fn(void *ctx, int pass) {
       check_cell(c, IMPL_ARMCI);
       check_cell(c, IMPL_MPI);
       struct calib_ctx cc = {c};
-      struct bench_calibration cal = {sample_s, 0.25, 1, 1, 1, 1L << 22};
+      struct bench_calibration cal = {opt.sample_s, 0.25, 1, 1, 1, 1L << 22};
       c->iters = bench_calibrate(&cal, run_both, &cc) / 2;
       if (c->iters < 1) c->iters = 1;
       continue;
@@ -122,8 +120,8 @@ static const struct bench_table table = BENCH_TABLE(cols);
 /* Rank 0: ours and MPI's time per call, their quartiles and MPI over ours. */
 static void report_row(int k) {
   const struct cell *c = &cells[k];
-  const struct bench_figure a = bench_figure(c->samples[IMPL_ARMCI], reps, 1e6, 2),
-                            m = bench_figure(c->samples[IMPL_MPI], reps, 1e6, 2);
+  const struct bench_figure a = bench_figure(c->samples[IMPL_ARMCI], opt.reps, 1e6, 2),
+                            m = bench_figure(c->samples[IMPL_MPI], opt.reps, 1e6, 2);
   bench_row(&table, op_names[c->op], c->bytes, a.median, a.spread, m.median, m.spread, m.median / a.median, a.q1,
             a.q3, m.q1, m.q3);
 }
@@ -131,11 +129,8 @@ static void report_row(int k) {
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   const struct bench_opt opts[] = {
-      BENCH_OPT_REPS('r', &reps, NULL),
-      BENCH_OPT_SAMPLE_MS('t', &sample_s, NULL),
-      BENCH_OPT_WARMUP(&warmup),
+      BENCH_OPTS_PASSES(&opt),
       BENCH_OPT_SIZES('s', sizes, &nsizes, 8, 1 << 26),
-      BENCH_OPT_CSV('c', &csv_path),
       BENCH_OPT_END,
   };
   bench_begin(&argc, &argv, "msg_bench", opts,
@@ -153,7 +148,7 @@ int main(int argc, char **argv) {
   }
   buffer = malloc((size_t)largest);
   reference = malloc((size_t)largest);
-  const struct bench_measurement m = {&table, csv_path, reps, warmup, pass_fn, ncells, report_row, NULL};
+  const struct bench_measurement m = {&table, &opt, pass_fn, ncells, report_row, NULL};
   bench_measure(&m, NULL);
   bench_csv_finish();
   free(buffer);

@@ -81,9 +81,8 @@ static double units_per_us;
 static unsigned char *payload; /* MAX_PUT bytes, its first long the value */
 enum impl { IMPL_ARMCI, IMPL_MPI, NIMPLS };
 
-static int reps = 9, warmup = 1;
-static double sample_s = 0.02;
-static const char *csv_path, *only_cells;
+static struct bench_pass_options opt = {.reps = 9, .warmup = 1, .sample_s = 0.02};
+static const char *only_cells;
 static int np, left, right;
 static int one_way; /* --one-way */
 
@@ -455,7 +454,7 @@ static void pass_fn(void *ctx, int pass) {
     open_epochs(c->op, 1);
     if (pass == 0) {
       check_cell(c);
-      struct bench_calibration cal = {sample_s, 0.25, 1, 1, 1, 1L << 22};
+      struct bench_calibration cal = {opt.sample_s, 0.25, 1, 1, 1, 1L << 22};
       c->iters = bench_calibrate(&cal, run_both, c) / 2;
       if (c->iters < 1) c->iters = 1;
       /* Each implementation computes for about its own epoch's time
@@ -517,14 +516,14 @@ static double overlap_pct(double comm, double comp, double total) {
  * for the overlap cells, the overlap of each. */
 static void report_row(int k) {
   const struct cell *c = &cells[k];
-  const struct bench_figure a = bench_figure(c->samples[IMPL_ARMCI], reps, 1e6, 3),
-                            m = bench_figure(c->samples[IMPL_MPI], reps, 1e6, 3);
+  const struct bench_figure a = bench_figure(c->samples[IMPL_ARMCI], opt.reps, 1e6, 3),
+                            m = bench_figure(c->samples[IMPL_MPI], opt.reps, 1e6, 3);
   double ova = NAN, ovm = NAN;
   if (c->op == OP_OVERLAP) {
-    ova = overlap_pct(bench_median(c->comm[IMPL_ARMCI], reps), bench_median(c->comp[IMPL_ARMCI], reps),
-                      bench_median(c->samples[IMPL_ARMCI], reps));
-    ovm = overlap_pct(bench_median(c->comm[IMPL_MPI], reps), bench_median(c->comp[IMPL_MPI], reps),
-                      bench_median(c->samples[IMPL_MPI], reps));
+    ova = overlap_pct(bench_median(c->comm[IMPL_ARMCI], opt.reps), bench_median(c->comp[IMPL_ARMCI], opt.reps),
+                      bench_median(c->samples[IMPL_ARMCI], opt.reps));
+    ovm = overlap_pct(bench_median(c->comm[IMPL_MPI], opt.reps), bench_median(c->comp[IMPL_MPI], opt.reps),
+                      bench_median(c->samples[IMPL_MPI], opt.reps));
   }
   bench_row(&table, c->name, a.median, a.spread, m.median, m.spread, m.median / a.median, a.q1, a.q3, m.q1, m.q3,
             ova, ovm);
@@ -541,8 +540,8 @@ static void print_overlap_cells(void) {
              "# both (total); overlap %% = 100 (comm + compute - total) / min(comm, compute), clipped to 0..100\n"
              "%-14s %-6s %10s %10s %10s %9s\n", "op", "impl", "comm", "compute", "total", "overlap%");
     for (int impl = 0; impl < NIMPLS; impl++) {
-      const double comm = bench_median(c->comm[impl], reps), comp = bench_median(c->comp[impl], reps),
-                   total = bench_median(c->samples[impl], reps);
+      const double comm = bench_median(c->comm[impl], opt.reps), comp = bench_median(c->comp[impl], opt.reps),
+                   total = bench_median(c->samples[impl], opt.reps);
       printf("%-14s %-6s %10.2f %10.2f %10.2f %9.1f\n", c->name, impl == IMPL_ARMCI ? "armci" : "mpi", 1e6 * comm,
              1e6 * comp, 1e6 * total, overlap_pct(comm, comp, total));
     }
@@ -552,10 +551,7 @@ static void print_overlap_cells(void) {
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   const struct bench_opt opts[] = {
-      BENCH_OPT_REPS('r', &reps, NULL),
-      BENCH_OPT_SAMPLE_MS('t', &sample_s, NULL),
-      BENCH_OPT_WARMUP(&warmup),
-      BENCH_OPT_CSV('c', &csv_path),
+      BENCH_OPTS_PASSES(&opt),
       {0, "cells", OPT_STRING, &only_cells, 0, 0, "PREFIXES",
        "run only the cells whose names start with one of these (comma list)", NULL, NULL, 0, NULL},
       {0, "one-way", OPT_FLAG, &one_way, 0, 0, NULL,
@@ -623,7 +619,7 @@ int main(int argc, char **argv) {
       if (cells[k].op == OP_FENCE_NBR8)
         printf("# fence_nbr8: %d distinct neighbour%s (r+-1..r+-4 mod np %d, self excluded)%s\n", nnbrs,
                nnbrs == 1 ? "" : "s", np, nnbrs < 8 ? ": fewer than 8 at this np" : "");
-  const struct bench_measurement m = {&table, csv_path, reps, warmup, pass_fn, ncells, report_row, NULL};
+  const struct bench_measurement m = {&table, &opt, pass_fn, ncells, report_row, NULL};
   bench_measure(&m, NULL);
   if (me == 0) {
     print_overlap_cells();
