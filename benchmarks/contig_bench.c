@@ -3,8 +3,8 @@
  * between two processes, next to a one-core memcpy of the same size.
  *
  * One source, two builds:
- *   libarmci:  gcc -O2 -I<src>/include contig_bench.c -L<build>/.libs -larmci
- *   ARMCI-MPI: mpicc -O2 contig_bench.c -larmci-openmpi
+ *   libarmci:  make builds benchmarks/contig_bench
+ *   ARMCI-MPI: mpicc -O2 benchmarks/contig_bench.c benchmarks/harness*.c -larmci-openmpi -lm
  * Both are started with `mpirun -np 2`. Rank 0 is the origin, rank 1 the
  * target; further ranks only take part in the collectives.
  *

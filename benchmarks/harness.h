@@ -1,10 +1,14 @@
 /* The benchmark harness: what every program of benchmarks/ shares, so that
  * each one keeps only its measured loop and its table's columns.
  *
- *   start and end      bench_start/bench_end (MPI_Init first for ARMCI-MPI)
+ *   start and end      bench_begin (start, options, process count),
+ *                      bench_end (MPI_Init first for ARMCI-MPI)
  *   options            a table of struct bench_opt: parsing, range checks,
  *                      usage text with the defaults, the same long names
  *                      (--reps, --csv, --sizes, ...) in every program
+ *                      (harness_options.c)
+ *   memory             ARMCI_Malloc on every rank, ARMCI_Malloc_local, a
+ *                      window of nonblocking transfers
  *   timing             now(), CPU clocks, calibration of a sample's length,
  *                      the pass loop (calibration, warm-up, samples), the
  *                      "# run:" line that says how disturbed a run was
@@ -13,10 +17,14 @@
  *                      human-readable table and to the CSV (a file, or
  *                      stdout after "# CSV"), which also records the
  *                      program, the process count and the binding
+ *   report             the output's start (CSV, header line, settings),
+ *                      the run line and note before a table, medians with
+ *                      their quartiles, and bench_measure: a benchmark
+ *                      sampled in passes from the first line to the rows
  *
  * Every benchmark builds against libarmci and, unchanged, against ARMCI-MPI
- * (Debian's -larmci-openmpi, with harness.c compiled beside it), so only
- * calls both provide appear here. */
+ * (Debian's -larmci-openmpi, with harness.c and harness_options.c compiled
+ * beside it), so only calls both provide appear here. */
 #ifndef ARMCI_BENCH_HARNESS_H
 #define ARMCI_BENCH_HARNESS_H
 

@@ -25,7 +25,7 @@
  *
  * One source, two builds (as contig_bench):
  *   libarmci:  make builds benchmarks/helper_cost
- *   ARMCI-MPI: mpicc -O2 benchmarks/helper_cost.c -larmci-openmpi
+ *   ARMCI-MPI: mpicc -O2 benchmarks/helper_cost.c benchmarks/harness*.c -larmci-openmpi -lm
  * See benchmarks/README.md; benchmarks/compare_overlap.sh runs it under each
  * helper setting.
  */

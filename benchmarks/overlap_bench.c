@@ -23,7 +23,7 @@
  *
  * One source, two builds (as contig_bench):
  *   libarmci:  make builds benchmarks/overlap_bench
- *   ARMCI-MPI: mpicc -O2 benchmarks/overlap_bench.c -larmci-openmpi
+ *   ARMCI-MPI: mpicc -O2 benchmarks/overlap_bench.c benchmarks/harness*.c -larmci-openmpi -lm
  * See benchmarks/README.md.
  */
 #define _POSIX_C_SOURCE 200809L

@@ -4,8 +4,8 @@
  * and of fetch-and-add on one location at rank 0 with every rank hammering it.
  *
  * One source, two builds (as contig_bench):
- *   libarmci:  gcc -O2 -I<src>/include rmw_bench.c -L<build>/.libs -larmci
- *   ARMCI-MPI: mpicc -O2 rmw_bench.c -larmci-openmpi
+ *   libarmci:  make builds benchmarks/rmw_bench
+ *   ARMCI-MPI: mpicc -O2 benchmarks/rmw_bench.c benchmarks/harness*.c -larmci-openmpi -lm
  * Same node vs. network for libarmci: ARMCI_SHM=1 (default; CPU atomics when
  * all ranks share a node) or ARMCI_SHM=0 (every Rmw through the network layer).
  *

@@ -13,7 +13,7 @@
  *
  * One source, two builds (as contig_bench):
  *   libarmci:  make builds benchmarks/strided_bench
- *   ARMCI-MPI: mpicc -O2 benchmarks/strided_bench.c -larmci-openmpi
+ *   ARMCI-MPI: mpicc -O2 benchmarks/strided_bench.c benchmarks/harness*.c -larmci-openmpi -lm
  * Options: -r REPS (default 7), -t TOTAL bytes (default 1M), -p LIST piece
  * sizes (comma list, K/M suffixes; default 8,32,128,...,32K), -b busy target,
  * -s MS shortest sample (default 1), -T SECONDS most a busy target computes

@@ -17,7 +17,7 @@
  *
  * One source, two builds (as contig_bench):
  *   libarmci:  make builds benchmarks/target_busy
- *   ARMCI-MPI: mpicc -O2 benchmarks/target_busy.c -larmci-openmpi
+ *   ARMCI-MPI: mpicc -O2 benchmarks/target_busy.c benchmarks/harness*.c -larmci-openmpi -lm
  * See benchmarks/README.md.
  */
 #define _POSIX_C_SOURCE 200809L

@@ -25,7 +25,7 @@
  *
  * One source, two builds:
  *   libarmci:  make builds benchmarks/vector_columns
- *   ARMCI-MPI: mpicc -O2 benchmarks/vector_columns.c -larmci-openmpi
+ *   ARMCI-MPI: mpicc -O2 benchmarks/vector_columns.c benchmarks/harness*.c -larmci-openmpi -lm
  * Options: -m LIST, -C LIST, -r REPS (default 7), -s MS, -b, -T SECONDS (most
  * a busy target computes in one phase, default 120), -c FILE (CSV).
  */
