@@ -15,7 +15,7 @@
  *
  * One source, two builds (as contig_bench):
  *   libarmci:  make builds benchmarks/aggregate_bench
- *   ARMCI-MPI: mpicc -O2 benchmarks/aggregate_bench.c -larmci-openmpi
+ *   ARMCI-MPI: mpicc -O2 benchmarks/aggregate_bench.c benchmarks/harness*.c -larmci-openmpi -lm
  * See benchmarks/README.md.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -183,13 +183,8 @@ static const char about[] =
     "N 8-byte puts or gets between rank 0 and N distinct addresses of rank 1's region:\n"
     "on one aggregate handle, on N handles, or blocking; see benchmarks/README.md.";
 
-static void parse_args(int argc, char **argv, struct config *c) {
-  c->n = 1000;
-  c->stride = 16;
-  c->reps = 15;
-  c->warmup = 0;
-  c->ops = 1 << OP_PUT | 1 << OP_GET;
-  c->csv_path = NULL;
+static void parse_args(int *argc, char ***argv, struct config *c) {
+  *c = (struct config){.n = 1000, .stride = 16, .reps = 15, .ops = 1 << OP_PUT | 1 << OP_GET};
   const struct bench_opt opts[] = {
       {'n', "count", OPT_LONG, &c->n, 1, 10000000, "N", "operations per batch", NULL, NULL, 0, NULL},
       {'S', "stride", OPT_BYTES, &c->stride, 8, 1L << 20, "BYTES",
@@ -200,7 +195,7 @@ static void parse_args(int argc, char **argv, struct config *c) {
       {'o', "ops", OPT_SET, &c->ops, 0, 0, "LIST", "put, get or both", op_names, NULL, 0, NULL},
       BENCH_OPT_CSV('c', &c->csv_path),
       BENCH_OPT_END};
-  bench_parse(argc, argv, opts, about);
+  bench_begin(argc, argv, "aggregate_bench", opts, about, 2);
   if (c->stride % 8 != 0 || c->n * c->stride > (1L << 31) - 1) {
     if (me == 0)
       fprintf(stderr, "aggregate_bench: -S must be a multiple of 8 and -n times -S below 2 GiB\n");
@@ -210,44 +205,30 @@ static void parse_args(int argc, char **argv, struct config *c) {
 }
 
 int main(int argc, char **argv) {
-  bench_start(&argc, &argv, "aggregate_bench");
-  const int nproc = armci_msg_nproc();
   static struct bench bench;
   struct bench *b = &bench;
-  parse_args(argc, argv, &b->cfg);
-  bench_need_procs(2);
+  parse_args(&argc, &argv, &b->cfg);
   const struct config *cfg = &b->cfg;
   const size_t span = (size_t)(cfg->n * cfg->stride);
-  b->bases = calloc((size_t)nproc, sizeof *b->bases);
   b->handles = calloc((size_t)cfg->n, sizeof *b->handles);
-  if (!b->bases || !b->handles)
+  if (!b->handles)
     die("out of memory");
-  if (ARMCI_Malloc(b->bases, (armci_size_t)span) != 0 || !b->bases[TARGET])
-    die("ARMCI_Malloc of %zu bytes failed", span);
+  b->bases = bench_malloc_all(span, 0);
   b->remote = b->bases[TARGET];
   b->mine = b->bases[me];
-
-  if (me == ORIGIN) {
-    b->local = ARMCI_Malloc_local((armci_size_t)span);
-    if (!b->local)
-      die("ARMCI_Malloc_local of %zu bytes failed", span);
-    bench_csv_open(cfg->csv_path, &table, cfg->reps);
-    printf("# aggregate_bench impl=%s path=%s binding=%s n=%ld stride=%ld reps=%d\n", IMPL_NAME,
-           transfer_path(), bench_binding(), cfg->n, cfg->stride, cfg->reps);
-    print_settings(stdout);
-    fflush(stdout);
-  }
+  if (me == ORIGIN)
+    b->local = bench_malloc_local(span);
 
   struct bench_run run;
-  bench_run_begin(&run);
+  bench_report_open(&run, cfg->csv_path, &table, cfg->reps, "path=%s binding=%s n=%ld stride=%ld reps=%d",
+                    transfer_path(), bench_binding(), cfg->n, cfg->stride, cfg->reps);
   bench_passes(cfg->reps, cfg->warmup, one_pass, b);
 
   if (me == ORIGIN) {
-    bench_run_print(&run, NULL);
-    printf("# medians of %d batches of %ld operations of 8 bytes, every batch checked;\n"
-           "# ratio = time / time of blk (below 1: faster than blocking)\n\n",
-           cfg->reps, cfg->n);
-    bench_table_header(&table);
+    bench_report_table(&run, NULL, &table,
+                       "# medians of %d batches of %ld operations of 8 bytes, every batch checked;\n"
+                       "# ratio = time / time of blk (below 1: faster than blocking)\n\n",
+                       cfg->reps, cfg->n);
     for (int op = 0; op < NOPS; op++) {
       if (!(cfg->ops & (1 << op)))
         continue;
@@ -262,8 +243,7 @@ int main(int argc, char **argv) {
     ARMCI_Free_local(b->local);
   }
   ARMCI_Barrier();
-  ARMCI_Free(b->bases[me]);
-  free(b->bases);
+  bench_free_all(b->bases);
   free(b->handles);
   bench_end();
   return 0;

@@ -1,6 +1,7 @@
-/* The busy target shared by strided_bench and vector_columns: rank 1
+/* What strided_bench and vector_columns share: the busy target (rank 1
  * computes without calling the library while rank 0 measures, until rank 0
- * puts a stop word into its memory. Include after harness.h. */
+ * puts a stop word into its memory) and the measurement of one phase, every
+ * kind of transfer in turn. Include after harness.h. */
 #ifndef ARMCI_BENCH_BUSY_H
 #define ARMCI_BENCH_BUSY_H
 
@@ -117,23 +118,60 @@ static void phase_end(struct phase_ctl *pc) {
   {"op", "op", COL_STR, -11, 0, 0}, {"path", "path", COL_STR, -7, 0, 0},                           \
       {"protocol", "protocol", COL_STR, -9, 0, 0}, {"target", "target", COL_STR, -6, 0, 0}
 
+/* The last columns of both tables: the busy target's compute share in the
+ * phase ("!": it gave up waiting) and with no transfers; a row passes the
+ * three fields of struct busy_cells. */
+#define BUSY_COLUMNS                                                                                \
+  {"tgt_cpu", NULL, COL_STR, 8, 0, 0}, {NULL, "tgt_cpu_share", COL_DOUBLE, 0, 0, 3},                \
+      {NULL, "tgt_cpu_baseline", COL_DOUBLE, 0, 0, 3}
+
+struct busy_cells {
+  char text[32];
+  double share, baseline;
+};
+static struct busy_cells busy_cells(const struct phase_ctl *pc, double baseline) {
+  struct busy_cells c = {"-", NAN, NAN};
+  if (pc->busy) {
+    snprintf(c.text, sizeof c.text, "%.2f%s", pc->tgt_share, pc->tgt_timed_out ? "!" : "");
+    c.share = pc->tgt_share;
+    c.baseline = baseline;
+  }
+  return c;
+}
+
 /* The control regions (collective); limit_s and busy as the options say. */
 static void phase_ctl_init(struct phase_ctl *pc) {
-  pc->ctl = malloc(sizeof(char *) * (size_t)armci_msg_nproc());
-  if (!pc->ctl || ARMCI_Malloc((void **)pc->ctl, CTL_BYTES) != 0)
-    die("ARMCI_Malloc of the control words failed");
-  if (!(pc->stop_src = ARMCI_Malloc_local(sizeof(long))))
-    die("out of memory");
-  access_begin(pc->ctl[me]);
-  memset(pc->ctl[me], 0, CTL_BYTES);
-  access_end(pc->ctl[me]);
+  pc->ctl = (char **)bench_malloc_all(CTL_BYTES, 1);
+  pc->stop_src = bench_malloc_local(sizeof(long));
   calibrate_compute();
 }
 
-static void phase_ctl_free(struct phase_ctl *pc) {
+/* The end of the program: the control regions and the measured region
+ * (bases) given back, the library finalised; the exit status (4: the busy
+ * target gave up waiting in some phase). Collective. */
+static int phases_end(struct phase_ctl *pc, void **bases) {
   ARMCI_Free_local(pc->stop_src);
-  ARMCI_Free(pc->ctl[me]);
-  free(pc->ctl);
+  bench_free_all((void **)pc->ctl);
+  bench_free_all(bases);
+  bench_end();
+  return pc->any_timed_out ? 4 : 0;
+}
+
+/* After a check's put: rank 1's first `bytes` hold `image` again (rank 0). */
+static void restore_target(void *remote, const void *image, long bytes) {
+  if (ARMCI_Put((void *)image, remote, (int)bytes, 1) != 0)
+    die("restore put failed");
+  ARMCI_Fence(1);
+}
+
+/* Rank 1's part of the measured region holds `image` (collective). */
+static void target_holds(void **bases, const void *image, size_t bytes) {
+  if (me == 1) {
+    access_begin(bases[1]);
+    memcpy(bases[1], image, bytes);
+    access_end(bases[1]);
+  }
+  ARMCI_Barrier();
 }
 
 /* The busy target's share of compute in a phase in which rank 0 spins 50 ms
@@ -150,11 +188,60 @@ static double busy_baseline(struct phase_ctl *pc) {
   return pc->tgt_share;
 }
 
-static void print_busy_header(const struct phase_ctl *pc, double baseline) {
+/* Rank 0: the busy target's calibration (when busy), then the table's header. */
+static void print_busy_header(const struct phase_ctl *pc, double baseline, const struct bench_table *t) {
+  if (me != 0)
+    return;
   if (pc->busy)
     printf("# busy target: compute blocks of %ld iterations (%.1f us on an idle core); tgt_cpu with no "
            "transfers (rank 0 spinning 50 ms): %.2f\n",
            block_iters, block_seconds * 1e6, baseline);
+  bench_table_header(t);
+}
+
+/* Rank 0, after the table: what tgt_cpu says, for phases of `phase`. */
+static void print_busy_note(const struct phase_ctl *pc, const char *phase) {
+  if (pc->busy)
+    printf("# tgt_cpu: share of the phase (%s) rank 1 spent in compute blocks, at their idle speed (1.00: "
+           "nothing taken from it)%s\n",
+           phase, pc->any_timed_out ? "; '!': the target gave up waiting for the stop word (-T)" : "");
+}
+
+/* ------------------------------------------------- one phase's measurement */
+
+#define MAX_KINDS 8
+
+struct kind_run {
+  double (*run)(void *ctx, int kind, long n);
+  void *ctx;
+  int kind;
+};
+
+static double run_kind(void *p, long n) {
+  const struct kind_run *r = p;
+  return r->run(r->ctx, r->kind, n);
+}
+
+/* Rank 0's part of a phase: every kind calibrated to samples of about
+ * sample_s, then `reps` rounds of one sample of each kind in turn, so that
+ * a burst of other load spoils one sample of each kind (which the median
+ * drops) rather than every sample of one, and a kind is measured beside its
+ * bound. med[k]: kind k's median seconds per transfer. run(ctx, k, n) times
+ * n transfers of kind k. */
+static void measure_kinds(int nkinds, int reps, double sample_s, double (*run)(void *ctx, int kind, long n),
+                          void *ctx, double *med) {
+  long iters[MAX_KINDS];
+  double samples[MAX_KINDS][BENCH_MAX_REPS];
+  const struct bench_calibration cal = {sample_s, 1.0, 0, 0, 1, 1L << 20};
+  for (int k = 0; k < nkinds; k++) {
+    struct kind_run r = {run, ctx, k};
+    iters[k] = bench_calibrate(&cal, run_kind, &r);
+  }
+  for (int i = 0; i < reps; i++)
+    for (int k = 0; k < nkinds; k++)
+      samples[k][i] = run(ctx, k, iters[k]) / (double)iters[k];
+  for (int k = 0; k < nkinds; k++)
+    med[k] = bench_median(samples[k], reps);
 }
 
 #endif /* ARMCI_BENCH_BUSY_H */

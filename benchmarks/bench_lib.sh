@@ -73,15 +73,41 @@ bench_make() {
   done
 }
 
+# bench_build_both PROGRAM...: ours (bench_make) and ARMCI-MPI's
+# (bench_build_armci_mpi) of the same sources.
+bench_build_both() {
+  bench_make "$@"
+  bench_build_armci_mpi "$@"
+}
+
+# bench_alternate PREFIX PROGRAM [ARGS...]: RUNS runs of our PROGRAM and of
+# its ARMCI-MPI build, alternating (slow drifts of the machine's load then
+# spread over both), as bench_run PREFIXlibarmci.N and PREFIXarmci-mpi.N.
+bench_alternate() {
+  local prefix=$1 p=$2 i
+  shift 2
+  for ((i = 1; i <= runs; i++)); do
+    echo "-- run $i/$runs"
+    bench_run "${prefix}libarmci.$i" "$build_dir/benchmarks/$p" "" "$@"
+    bench_run "${prefix}armci-mpi.$i" "$build_dir/benchmarks/${p}_armci_mpi" "" "$@"
+  done
+}
+
+# bench_python ARGS...: python3 with benchmarks/ on its module path (for
+# bench_runs.py, which the compare scripts' tables import).
+bench_python() {
+  PYTHONPATH="$script_dir${PYTHONPATH:+:$PYTHONPATH}" python3 "$@"
+}
+
 # bench_build_armci_mpi PROGRAM...: the same source and the harness, built
 # with mpicc against ARMCI-MPI as BUILD_DIR/benchmarks/PROGRAM_armci_mpi
 # (-O2 as automake's default CFLAGS for ours), then checked to link it.
 bench_build_armci_mpi() {
-  local p out log
+  local p out log harness=("$script_dir/harness.c" "$script_dir/harness_options.c")
   for p in "$@"; do
     out="$build_dir/benchmarks/${p}_armci_mpi" log="$results/build-${p}_armci_mpi.log"
-    echo "== $mpicc_cmd -O2 -o $out $script_dir/$p.c $script_dir/harness.c ${armci_mpi_libs[*]} -lm"
-    "$mpicc_cmd" -O2 -o "$out" "$script_dir/$p.c" "$script_dir/harness.c" "${armci_mpi_libs[@]}" -lm \
+    echo "== $mpicc_cmd -O2 -o $out $script_dir/$p.c ${harness[*]} ${armci_mpi_libs[*]} -lm"
+    "$mpicc_cmd" -O2 -o "$out" "$script_dir/$p.c" "${harness[@]}" "${armci_mpi_libs[@]}" -lm \
       >"$log" 2>&1 || {
       cat "$log" >&2
       echo "$bench_me: building the ARMCI-MPI version of $p failed" >&2
@@ -153,25 +179,39 @@ bench_run() {
     }' "$log"
 }
 
+# bench_plot_python: prints a python3 that has matplotlib, or says on
+# stderr that there is none and fails. Debian's matplotlib belongs to
+# /usr/bin/python3, which another python3 (pyenv, a venv) may come before in
+# PATH.
+bench_plot_python() {
+  local py
+  for py in python3 /usr/bin/python3; do
+    "$py" -c 'import matplotlib' 2>/dev/null && { echo "$py"; return 0; }
+  done
+  echo "$bench_me: no charts: python3-matplotlib is not installed (scripts/install-deps.sh installs it)" >&2
+  return 1
+}
+
 # bench_plot OUT_DIR [CSV_OR_DIR...]: PNG charts (benchmarks/plot.py) of the
 # CSVs, by default those of this script's runs (bench_csvs), into OUT_DIR;
-# PLOT=0 skips it. Needs python3-matplotlib.
+# PLOT=0 skips it.
 bench_plot() {
   [ "${PLOT:-1}" = 0 ] && return 0
-  local out=$1
+  local out=$1 py
   shift
   [ $# -gt 0 ] || set -- "${bench_csvs[@]}"
-  # Debian's matplotlib belongs to /usr/bin/python3, which another python3
-  # (pyenv, a venv) may come before in PATH.
-  local py
-  for py in python3 /usr/bin/python3 ""; do
-    [ -n "$py" ] && "$py" -c 'import matplotlib' 2>/dev/null && break
-  done
-  if [ -z "$py" ]; then
-    echo "$bench_me: no charts: python3-matplotlib is not installed (scripts/install-deps.sh installs it)" >&2
-    return 0
-  fi
+  py=$(bench_plot_python) || return 0
   "$py" "$script_dir/plot.py" -o "$out" "$@"
+}
+
+# nas_log_figures LOG: the NAS kernel's own figures in its output: sets t
+# (Time in seconds), mops (Mop/s total) and comm (Comm seconds, empty when
+# the run had no --timers).
+# shellcheck disable=SC2034  # t, mops and comm are for the caller
+nas_log_figures() {
+  t=$(sed -n 's/^ Time in seconds =  //p' "$1")
+  mops=$(sed -n 's|^ Mop/s total     =  ||p' "$1")
+  comm=$(sed -n 's/^ Comm seconds    =  \([0-9.]*\).*/\1/p' "$1")
 }
 
 # The verbs_vm_*.sh scripts: outside the VM, runs SCRIPT again inside the

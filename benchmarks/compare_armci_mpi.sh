@@ -23,53 +23,22 @@ source "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
 bench_init compare_armci_mpi "$@"
 set -- ${bench_args[@]+"${bench_args[@]}"}
 
-bench_make contig_bench
-bench_build_armci_mpi contig_bench
-ours="$build_dir/benchmarks/contig_bench"
-theirs="$build_dir/benchmarks/contig_bench_armci_mpi"
+bench_build_both contig_bench
+bench_alternate "" contig_bench "$@"
 
-# Alternating the two builds spreads slow drifts in machine load over both.
-for ((i = 1; i <= runs; i++)); do
-  echo "-- run $i/$runs"
-  bench_run "libarmci.$i" "$ours" "" "$@"
-  bench_run "armci-mpi.$i" "$theirs" "" "$@"
-done
-
-python3 - "$results" "$runs" <<'PY'
-import csv, math, statistics, sys
+bench_python - "$results" "$runs" <<'PY'
+import csv, statistics, sys
+from bench_runs import fmt_size, geomean, read_alternating
 
 results, runs = sys.argv[1], int(sys.argv[2])
-IMPLS = ("libarmci", "armci-mpi")
-
 # cells[impl][(op, size)] -> list of (lat_us, bw_MBps, memcpy_bw) over runs
-cells = {impl: {} for impl in IMPLS}
-order = []
-for impl in IMPLS:
-    for i in range(1, runs + 1):
-        path = f"{results}/{impl}.{i}.csv"
-        with open(path, newline="") as f:
-            for row in csv.DictReader(f):
-                if row["impl"] != impl:
-                    sys.exit(f"compare_armci_mpi: {path} says impl={row['impl']}, expected {impl}")
-                key = (row["op"], int(row["size"]))
-                if key not in cells[impl] and impl == IMPLS[0]:
-                    order.append(key)
-                cells[impl].setdefault(key, []).append(
-                    (float(row["lat_us_median"]), float(row["bw_MBps_median"]),
-                     float(row["memcpy_bw_MBps"])))
+cells, order = read_alternating(
+    results, "", runs, lambda row: (row["op"], int(row["size"])),
+    lambda row: (float(row["lat_us_median"]), float(row["bw_MBps_median"]), float(row["memcpy_bw_MBps"])),
+    "compare_armci_mpi")
 
 def med(key, impl, col):
     return statistics.median(v[col] for v in cells[impl][key])
-
-def geomean(xs):
-    xs = [x for x in xs if x > 0 and math.isfinite(x)]
-    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
-
-def fmt_size(n):
-    for unit, shift in (("M", 20), ("K", 10)):
-        if n >= 1 << shift and n % (1 << shift) == 0:
-            return f"{n >> shift}{unit}"
-    return str(n)
 
 common = [k for k in order if k in cells["armci-mpi"]]
 if not common:

@@ -19,42 +19,21 @@ bench_init compare_ga "$@"
 set -- ${bench_args[@]+"${bench_args[@]}"}
 
 if [ -z "${MERGE_ONLY:-}" ]; then
-  bench_make ga_bench
-  bench_build_armci_mpi ga_bench
-  ours="$build_dir/benchmarks/ga_bench"
-  theirs="$build_dir/benchmarks/ga_bench_armci_mpi"
-  for ((i = 1; i <= runs; i++)); do
-    echo "-- run $i/$runs"
-    bench_run "ga.libarmci.$i" "$ours" "" "$@"
-    bench_run "ga.armci-mpi.$i" "$theirs" "" "$@"
-  done
+  bench_build_both ga_bench
+  bench_alternate ga. ga_bench "$@"
 fi
 
-python3 - "$results" "$runs" <<'PY'
-import csv, math, statistics, sys
+bench_python - "$results" "$runs" <<'PY'
+import csv, statistics, sys
+from bench_runs import geomean, read_alternating
 
 results, runs = sys.argv[1], int(sys.argv[2])
-IMPLS = ("libarmci", "armci-mpi")
-cells = {impl: {} for impl in IMPLS}
-order = []
-for impl in IMPLS:
-    for i in range(1, runs + 1):
-        with open(f"{results}/ga.{impl}.{i}.csv", newline="") as f:
-            for row in csv.DictReader(f):
-                if row["impl"] != impl:
-                    sys.exit(f"compare_ga: ga.{impl}.{i}.csv says impl={row['impl']}")
-                key = (row["shape"], row["op"], int(row["size"]))
-                if impl == IMPLS[0] and key not in cells[impl]:
-                    order.append(key)
-                cells[impl].setdefault(key, []).append(
-                    (float(row["lat_us_median"]), float(row["limit_us_median"]), float(row["first_us"])))
+cells, order = read_alternating(
+    results, "ga.", runs, lambda row: (row["shape"], row["op"], int(row["size"])),
+    lambda row: (float(row["lat_us_median"]), float(row["limit_us_median"]), float(row["first_us"])), "compare_ga")
 
 def med(impl, key, col):
     return statistics.median(v[col] for v in cells[impl][key])
-
-def geomean(xs):
-    xs = [x for x in xs if x > 0 and math.isfinite(x)]
-    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
 
 out = f"{results}/compare_ga.csv"
 goals = []

@@ -14,8 +14,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
 bench_init compare_malloc "$@"
 set -- ${bench_args[@]+"${bench_args[@]}"}
 
-bench_make malloc_bench
-bench_build_armci_mpi malloc_bench
+bench_build_both malloc_bench
 b=$build_dir/benchmarks
 
 for np in ${NPS:-2 4}; do
@@ -26,16 +25,11 @@ for np in ${NPS:-2 4}; do
   done
 done
 
-python3 - "$results" "$runs" ${NPS:-2 4} <<'PY'
+bench_python - "$results" "$runs" ${NPS:-2 4} <<'PY'
 import csv, statistics, sys
+from bench_runs import fmt_size as fmt
 res, runs, nps = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 labels = ("shm", "ucx", "armci-mpi")
-
-def fmt(n):
-    for unit, shift in (("M", 20), ("K", 10)):
-        if n >= 1 << shift and n % (1 << shift) == 0:
-            return f"{n >> shift}{unit}"
-    return str(n)
 
 print("\n== malloc_bench: microseconds per ARMCI_Malloc + ARMCI_Free pair (median over runs of medians)")
 print("   ratio = ARMCI-MPI / ours; floor = one bare shm segment, in our shm run")

@@ -27,8 +27,7 @@ if [ $quick = 1 ]; then
   gups_args+=(-u 65536 -r 1)
 fi
 
-bench_make rmw_bench gups
-bench_build_armci_mpi rmw_bench gups
+bench_build_both rmw_bench gups
 
 b=$build_dir/benchmarks
 bench_run rmw.libarmci-cpu "$b/rmw_bench" "ARMCI_SHM=1" "${rmw_args[@]}"

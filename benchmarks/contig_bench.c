@@ -3,8 +3,8 @@
  * between two processes, next to a one-core memcpy of the same size.
  *
  * One source, two builds:
- *   libarmci:  gcc -O2 -I<src>/include contig_bench.c -L<build>/.libs -larmci
- *   ARMCI-MPI: mpicc -O2 contig_bench.c -larmci-openmpi
+ *   libarmci:  make builds benchmarks/contig_bench
+ *   ARMCI-MPI: mpicc -O2 benchmarks/contig_bench.c benchmarks/harness*.c -larmci-openmpi -lm
  * Both are started with `mpirun -np 2`. Rank 0 is the origin, rank 1 the
  * target; further ranks only take part in the collectives.
  *
@@ -110,8 +110,13 @@ struct phase {
 
 /* Runs n iterations and returns the elapsed seconds. One iteration is one
  * operation for latency and one window of operations for bandwidth. */
+/* Acc in NbPut's shape, for bench_nb_window: doubles, scale 1. */
+static double acc_scale = 1.0;
+static inline int nb_acc(void *src, void *dst, int bytes, int proc, armci_hdl_t *h) {
+  return ARMCI_NbAcc(ARMCI_ACC_DBL, &acc_scale, src, dst, bytes, proc, h);
+}
+
 static double run_iters(struct phase *p, long n) {
-  static double scale = 1.0;
   const int b = p->bytes, w = p->window;
   double t0 = now();
   switch (p->kind) {
@@ -129,12 +134,7 @@ static double run_iters(struct phase *p, long n) {
       }
     } else {
       for (long i = 0; i < n; i++) {
-        for (int k = 0; k < w; k++) {
-          ARMCI_INIT_HANDLE(&p->handles[k]);
-          BENCH_CHECK(ARMCI_NbPut(p->src, p->dst, b, TARGET, &p->handles[k]), "ARMCI_NbPut of %d bytes", b);
-        }
-        for (int k = 0; k < w; k++)
-          BENCH_CHECK(ARMCI_Wait(&p->handles[k]), "ARMCI_Wait(NbPut) of %d bytes", b);
+        bench_nb_window(ARMCI_NbPut, "ARMCI_NbPut", p->src, p->dst, b, TARGET, p->handles, w);
         if (p->kind == K_PUT_FENCE)
           ARMCI_Fence(TARGET);
       }
@@ -149,31 +149,18 @@ static double run_iters(struct phase *p, long n) {
       for (long i = 0; i < n; i++)
         BENCH_CHECK(ARMCI_Get(p->src, p->dst, b, TARGET), "ARMCI_Get of %d bytes", b);
     } else {
-      for (long i = 0; i < n; i++) {
-        for (int k = 0; k < w; k++) {
-          ARMCI_INIT_HANDLE(&p->handles[k]);
-          BENCH_CHECK(ARMCI_NbGet(p->src, p->dst, b, TARGET, &p->handles[k]), "ARMCI_NbGet of %d bytes", b);
-        }
-        for (int k = 0; k < w; k++)
-          BENCH_CHECK(ARMCI_Wait(&p->handles[k]), "ARMCI_Wait(NbGet) of %d bytes", b);
-      }
+      for (long i = 0; i < n; i++)
+        bench_nb_window(ARMCI_NbGet, "ARMCI_NbGet", p->src, p->dst, b, TARGET, p->handles, w);
     }
     break;
   case K_ACC:
     if (!p->nonblocking) {
       for (long i = 0; i < n; i++)
-        BENCH_CHECK(ARMCI_Acc(ARMCI_ACC_DBL, &scale, p->src, p->dst, b, TARGET), "ARMCI_Acc of %d bytes", b);
+        BENCH_CHECK(ARMCI_Acc(ARMCI_ACC_DBL, &acc_scale, p->src, p->dst, b, TARGET), "ARMCI_Acc of %d bytes", b);
       p->acc_ops += n;
     } else {
-      for (long i = 0; i < n; i++) {
-        for (int k = 0; k < w; k++) {
-          ARMCI_INIT_HANDLE(&p->handles[k]);
-          BENCH_CHECK(ARMCI_NbAcc(ARMCI_ACC_DBL, &scale, p->src, p->dst, b, TARGET, &p->handles[k]),
-                      "ARMCI_NbAcc of %d bytes", b);
-        }
-        for (int k = 0; k < w; k++)
-          BENCH_CHECK(ARMCI_Wait(&p->handles[k]), "ARMCI_Wait(NbAcc) of %d bytes", b);
-      }
+      for (long i = 0; i < n; i++)
+        bench_nb_window(nb_acc, "ARMCI_NbAcc", p->src, p->dst, b, TARGET, p->handles, w);
       p->acc_ops += n * w;
     }
     ARMCI_Fence(TARGET);
@@ -214,19 +201,16 @@ static const char about[] =
     "Latency and bandwidth of contiguous ARMCI_Put, ARMCI_Get and ARMCI_Acc from rank 0\n"
     "to rank 1, next to a one-core memcpy of the same size measured in the same run.";
 
-static void parse_args(int argc, char **argv, struct config *c) {
+static void parse_args(int *argc, char ***argv, struct config *c) {
   const char *q = getenv("CONTIG_BENCH_QUICK");
   int reps_given = 0, time_given = 0;
-  c->max_size = 4L << 20;
-  c->nsizes = 0;
-  c->reps = 9;
-  c->warmup = 0;
-  c->rep_seconds = 0.010;
-  c->quick = q && *q && strcmp(q, "0") != 0;
-  c->offset = 16;
-  c->max_window = 64;
-  c->ops = OPS_PUT | OPS_PUT_FENCE | OPS_GET | OPS_ACC;
-  c->csv_path = NULL;
+  *c = (struct config){.max_size = 4L << 20,
+                       .reps = 9,
+                       .rep_seconds = 0.010,
+                       .quick = q && *q && strcmp(q, "0") != 0,
+                       .offset = 16,
+                       .max_window = 64,
+                       .ops = OPS_PUT | OPS_PUT_FENCE | OPS_GET | OPS_ACC};
   const struct bench_opt opts[] = {
       {'q', "quick", OPT_FLAG, &c->quick, 0, 0, NULL,
        "quick run: sizes 8,64,512,4K,64K,1M, 3 samples of 3 ms\n(also CONTIG_BENCH_QUICK=1)", NULL, NULL, 0,
@@ -246,7 +230,7 @@ static void parse_args(int argc, char **argv, struct config *c) {
        NULL, 0, NULL},
       BENCH_OPT_CSV('c', &c->csv_path),
       BENCH_OPT_END};
-  bench_parse(argc, argv, opts, about);
+  bench_begin(argc, argv, "contig_bench", opts, about, 2);
   if (c->quick) {
     if (!reps_given)
       c->reps = 3;
@@ -500,56 +484,44 @@ static void one_pass(void *ctx, int pass) {
 }
 
 int main(int argc, char **argv) {
-  bench_start(&argc, &argv, "contig_bench");
-  nproc = armci_msg_nproc();
-
   static struct bench bench;
   struct bench *b = &bench;
-  parse_args(argc, argv, &b->cfg);
-  bench_need_procs(2);
+  parse_args(&argc, &argv, &b->cfg);
+  nproc = armci_msg_nproc();
   const struct config *cfg = &b->cfg;
   b->nsizes = make_sizes(cfg, b->sizes);
   b->nrows = make_rows(cfg, b->rows);
 
   const size_t buf_bytes = buffer_bytes(cfg);
-  b->bases = calloc((size_t)nproc, sizeof *b->bases);
   b->handles = calloc((size_t)cfg->max_window, sizeof *b->handles);
-  if (!b->bases || !b->handles)
+  if (!b->handles)
     die("out of memory");
-  if (ARMCI_Malloc(b->bases, (armci_size_t)buf_bytes) != 0)
-    die("ARMCI_Malloc of %zu bytes failed", buf_bytes);
-  if (!b->bases[TARGET])
-    die("ARMCI_Malloc gave no address for rank %d", TARGET);
+  b->bases = bench_malloc_all(buf_bytes, 0);
   b->remote = region_of(b->bases[TARGET]);
   b->mine = me <= TARGET ? region_of(b->bases[me]) : NULL;
 
   void *src_base = NULL, *dst_base = NULL;
   if (me == ORIGIN) {
-    src_base = ARMCI_Malloc_local((armci_size_t)buf_bytes);
-    dst_base = ARMCI_Malloc_local((armci_size_t)buf_bytes);
-    if (!src_base || !dst_base)
-      die("ARMCI_Malloc_local of %zu bytes failed", buf_bytes);
+    src_base = bench_malloc_local(buf_bytes);
+    dst_base = bench_malloc_local(buf_bytes);
     b->src = region_of(src_base);
     b->dst = region_of(dst_base);
     memset(src_base, 0, buf_bytes);
     memset(dst_base, 0, buf_bytes);
-    bench_csv_open(cfg->csv_path, &table, cfg->reps);
-    printf("# contig_bench impl=%s nproc=%d binding=%s reps=%d rep_ms=%.1f max_size=%ld offset=%ld "
-           "max_window=%d quick=%d\n",
-           IMPL_NAME, nproc, bench_binding(), cfg->reps, cfg->rep_seconds * 1e3, cfg->max_size,
-           cfg->offset, cfg->max_window, cfg->quick);
-    fflush(stdout);
   }
 
   struct bench_run run;
-  bench_run_begin(&run);
+  bench_report_open(&run, cfg->csv_path, &table, cfg->reps,
+                    "nproc=%d binding=%s reps=%d rep_ms=%.1f max_size=%ld offset=%ld max_window=%d quick=%d", nproc,
+                    bench_binding(), cfg->reps, cfg->rep_seconds * 1e3, cfg->max_size, cfg->offset, cfg->max_window,
+                    cfg->quick);
   bench_passes(cfg->reps, cfg->warmup, one_pass, b);
 
   if (me == ORIGIN) {
-    bench_run_print(&run, NULL);
-    printf("# lat: median time per blocking operation; bw: median bandwidth (1e6 B/s) of\n"
-           "# windows of nonblocking operations; %d samples each, all data checked\n",
-           cfg->reps);
+    bench_report_table(&run, NULL, NULL,
+                       "# lat: median time per blocking operation; bw: median bandwidth (1e6 B/s) of\n"
+                       "# windows of nonblocking operations; %d samples each, all data checked\n",
+                       cfg->reps);
     print_results(b);
     bench_csv_finish();
     ARMCI_Free_local(src_base);
@@ -557,8 +529,7 @@ int main(int argc, char **argv) {
   }
 
   ARMCI_Barrier();
-  ARMCI_Free(b->bases[me]);
-  free(b->bases);
+  bench_free_all(b->bases);
   free(b->handles);
   bench_end();
   return 0;

@@ -246,7 +246,6 @@ static void print_results(const struct bench *b) {
 }
 
 int main(int argc, char **argv) {
-  bench_start(&argc, &argv, "ga_bench");
   static struct bench bench;
   struct bench *b = &bench;
   b->cfg = (struct config){.reps = 11, .warmup = 1, .min_bytes = 0, .csv_path = NULL};
@@ -257,66 +256,55 @@ int main(int argc, char **argv) {
        NULL, NULL, 0, NULL},
       BENCH_OPT_CSV('c', &b->cfg.csv_path),
       BENCH_OPT_END};
-  bench_parse(argc, argv, opts,
+  bench_begin(&argc, &argv, "ga_bench", opts,
               "GA's perf2 patterns (contiguous and 2-D get/put/acc of doubles, 8 B to 2 MiB)\n"
               "through ARMCI_NbGetS+Wait, ARMCI_PutS and ARMCI_AccS, with perf2's cold remote\n"
-              "block and warm local buffer, next to memcpy / scale-and-add of the same pattern.");
-  bench_need_procs(2);
+              "block and warm local buffer, next to memcpy / scale-and-add of the same pattern.",
+              2);
 
-  const size_t block = (size_t)SIZE * SIZE * sizeof(double);
-  for (int two_d = 0; two_d < 2; two_d++) {
-    b->bases[two_d] = calloc((size_t)armci_msg_nproc(), sizeof *b->bases[two_d]);
-    if (!b->bases[two_d])
-      die("out of memory");
-    if (ARMCI_Malloc(b->bases[two_d], (armci_size_t)block) != 0)
-      die("ARMCI_Malloc of %zu bytes failed", block);
-    b->remote[two_d] = b->bases[two_d][TARGET];
-  }
   /* Rank 1 leaves its blocks unwritten, as GA_Create leaves perf2's arrays:
    * the first pass then also pays for the pages the operations are the
    * first to touch. */
+  const size_t block = (size_t)SIZE * SIZE * sizeof(double);
+  for (int two_d = 0; two_d < 2; two_d++) {
+    b->bases[two_d] = bench_malloc_all(block, 0);
+    b->remote[two_d] = b->bases[two_d][TARGET];
+  }
   ARMCI_Barrier();
   if (me == ORIGIN) {
-    b->local = ARMCI_Malloc_local((armci_size_t)block);
-    b->shadow = ARMCI_Malloc_local((armci_size_t)block);
-    if (!b->local || !b->shadow)
-      die("ARMCI_Malloc_local of %zu bytes failed", block);
+    b->local = bench_malloc_local(block);
+    b->shadow = bench_malloc_local(block);
     for (long i = 0; i < (long)SIZE * SIZE; i++)
       b->shadow[i] = (double)(i % 100003);
-    bench_csv_open(b->cfg.csv_path, &table, b->cfg.reps);
-    printf("# ga_bench impl=%s nproc=%d binding=%s reps=%d; page offsets: remote %lu, local %lu, shadow %lu\n",
-           IMPL_NAME, armci_msg_nproc(), bench_binding(), b->cfg.reps, (unsigned long)((uintptr_t)b->remote[1] & 4095),
-           (unsigned long)((uintptr_t)b->local & 4095), (unsigned long)((uintptr_t)b->shadow & 4095));
-    fflush(stdout);
   }
 
   struct bench_run run;
-  bench_run_begin(&run);
+  bench_report_open(&run, b->cfg.csv_path, &table, b->cfg.reps,
+                    "nproc=%d binding=%s reps=%d; page offsets: remote %lu, local %lu, shadow %lu", armci_msg_nproc(),
+                    bench_binding(), b->cfg.reps, (unsigned long)((uintptr_t)b->remote[1] & 4095),
+                    (unsigned long)((uintptr_t)b->local & 4095), (unsigned long)((uintptr_t)b->shadow & 4095));
   bench_passes(b->cfg.reps, b->cfg.warmup, one_pass, b);
   /* The data check after the timing, so that the first pass touches the
    * remote pages for the first time, as perf2 does; the puts and Accs have
    * changed the block since, so rank 1 writes it again. */
   write_target(b);
-  if (me == ORIGIN)
+  if (me == ORIGIN) {
     for (int two_d = 0; two_d < 2; two_d++)
       for (int ci = 0; ci < NCHUNK; ci++)
         check_get(b, two_d, chunks[ci]);
-  if (me == ORIGIN) {
-    bench_run_print(&run, NULL);
-    printf("# us: median time per operation over %d samples of `loop` operations each (perf2's\n"
-           "# time_op); of_limit: limit time / our time (1: at the limit); first_us: the first\n"
-           "# sample (pass 0), on remote pages rank 0 had not touched, as perf2 measures\n",
-           b->cfg.reps);
+    bench_report_table(&run, NULL, NULL,
+                       "# us: median time per operation over %d samples of `loop` operations each (perf2's\n"
+                       "# time_op); of_limit: limit time / our time (1: at the limit); first_us: the first\n"
+                       "# sample (pass 0), on remote pages rank 0 had not touched, as perf2 measures\n",
+                       b->cfg.reps);
     print_results(b);
     bench_csv_finish();
     ARMCI_Free_local(b->local);
     ARMCI_Free_local(b->shadow);
   }
   ARMCI_Barrier();
-  for (int two_d = 0; two_d < 2; two_d++) {
-    ARMCI_Free(b->bases[two_d][me]);
-    free(b->bases[two_d]);
-  }
+  for (int two_d = 0; two_d < 2; two_d++)
+    bench_free_all(b->bases[two_d]);
   bench_end();
   return 0;
 }

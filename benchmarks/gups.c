@@ -93,6 +93,13 @@ static void pass(enum variant v, long updates, int inverse) {
   ARMCI_WaitAll();
 }
 
+/* Every word back at its initial value, its global index. */
+static void reset_table(void) {
+  access_begin(table[me]);
+  for (long i = 0; i < L_words; i++) table[me][i] = (long)me * L_words + i;
+  access_end(table[me]);
+}
+
 static long count_errors(void) {
   long bad = 0, base = (long)me * L_words;
   access_begin(table[me]);
@@ -127,9 +134,6 @@ static const char about[] =
     "spread over all ranks; the inverse pass must restore it (errors: words that differ).";
 
 int main(int argc, char **argv) {
-  bench_start(&argc, &argv, "gups");
-  np = armci_msg_nproc();
-
   int log_words = 20, reps = 3, chosen = 1 << V_LOCK | 1 << V_ACC | 1 << V_FADD;
   long updates = 1L << 17;
   const char *csv_path = NULL;
@@ -140,16 +144,13 @@ int main(int argc, char **argv) {
       {'v', "ops", OPT_SET, &chosen, 0, 0, "LIST", "variants: lock,acc,fadd,racy", variant_names, NULL, 0, NULL},
       BENCH_OPT_CSV('c', &csv_path),
       BENCH_OPT_END};
-  bench_parse(argc, argv, opts, about);
+  bench_begin(&argc, &argv, "gups", opts, about, 1);
+  np = armci_msg_nproc();
 
   L_words = 1L << log_words;
-  table = malloc(sizeof(long *) * (size_t)np);
-  errors_at = malloc(sizeof(long *) * (size_t)np);
-  if (ARMCI_Malloc((void **)table, (armci_size_t)(L_words * (long)sizeof(long)))) die("ARMCI_Malloc failed");
-  if (ARMCI_Malloc((void **)errors_at, (armci_size_t)(np * (long)sizeof(long)))) die("ARMCI_Malloc failed");
-  access_begin(table[me]);
-  for (long i = 0; i < L_words; i++) table[me][i] = (long)me * L_words + i;
-  access_end(table[me]);
+  table = (long **)bench_malloc_all((size_t)L_words * sizeof(long), 0);
+  errors_at = (long **)bench_malloc_all((size_t)np * sizeof(long), 0);
+  reset_table();
   ARMCI_Create_mutexes(NMUTEX);
   ARMCI_Barrier();
 
@@ -175,17 +176,10 @@ int main(int argc, char **argv) {
       ARMCI_Barrier();
       long e = count_errors();
       errors += e;
-      if (e != 0 && v != V_RACY) {
-        /* A wrong table would spoil the next variant: restore it. */
-        access_begin(table[me]);
-        for (long i = 0; i < L_words; i++) table[me][i] = (long)me * L_words + i;
-        access_end(table[me]);
-        ARMCI_Barrier();
-      }
-      if (v == V_RACY) {
-        access_begin(table[me]);
-        for (long i = 0; i < L_words; i++) table[me][i] = (long)me * L_words + i;
-        access_end(table[me]);
+      /* A wrong table would spoil the next rep or variant: restore it (the
+       * racy variant's is wrong by design). */
+      if (e != 0 || v == V_RACY) {
+        reset_table();
         ARMCI_Barrier();
       }
     }
@@ -215,8 +209,8 @@ int main(int argc, char **argv) {
   }
   ARMCI_Barrier();
   ARMCI_Destroy_mutexes();
-  ARMCI_Free(errors_at[me]);
-  ARMCI_Free(table[me]);
+  bench_free_all((void **)errors_at);
+  bench_free_all((void **)table);
   bench_end();
   return exit_code;
 }

@@ -1,5 +1,6 @@
 /* The benchmark harness (see harness.h). Compiled into every benchmark, for
- * libarmci by make and for ARMCI-MPI by the compare scripts (mpicc). */
+ * libarmci by make and for ARMCI-MPI by the compare scripts (mpicc), with
+ * harness_options.c. */
 #define _GNU_SOURCE /* sched_getaffinity, open_memstream */
 
 #include "harness.h"
@@ -9,8 +10,6 @@
 #endif
 
 #include <errno.h>
-#include <getopt.h>
-#include <limits.h>
 #include <math.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -270,343 +269,44 @@ long find_pattern_mismatch(const unsigned char *p, size_t n, unsigned seed) {
   return -1;
 }
 
-/* -------------------------------------------------------------- options */
+/* ---------------------------------------------------------------- memory */
 
-long parse_bytes(const char *s) {
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || end == s || v < 0)
-    return -1;
-  int shift = 0;
-  if (*end == 'k' || *end == 'K')
-    shift = 10, end++;
-  else if (*end == 'm' || *end == 'M')
-    shift = 20, end++;
-  else if (*end == 'g' || *end == 'G')
-    shift = 30, end++;
-  if (shift && *end == 'i')
-    end++;
-  if (*end == 'B' || *end == 'b')
-    end++;
-  if (*end || v > (LONG_MAX >> shift))
-    return -1;
-  return v << shift;
+void **bench_malloc_all(size_t bytes, int zeroed) {
+  const int np = armci_msg_nproc();
+  void **bases = calloc((size_t)np, sizeof *bases);
+  if (!bases)
+    die("out of memory");
+  if (ARMCI_Malloc(bases, (armci_size_t)bytes) != 0)
+    die("ARMCI_Malloc of %zu bytes failed", bytes);
+  for (int r = 0; r < np && bytes > 0; r++)
+    if (!bases[r])
+      die("ARMCI_Malloc of %zu bytes gave no address for rank %d", bytes, r);
+  if (zeroed) {
+    access_begin(bases[me]);
+    memset(bases[me], 0, bytes);
+    access_end(bases[me]);
+  }
+  return bases;
 }
 
-const char *format_bytes(long n, char *buf, size_t len) {
-  static const struct {
-    const char *unit;
-    int shift;
-  } units[] = {{"G", 30}, {"M", 20}, {"K", 10}};
-  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-    if (n >= (1L << units[i].shift) && n % (1L << units[i].shift) == 0) {
-      snprintf(buf, len, "%ld%s", n >> units[i].shift, units[i].unit);
-      return buf;
-    }
-  snprintf(buf, len, "%ld", n);
-  return buf;
+void bench_free_all(void **bases) {
+  ARMCI_Free(bases[me]);
+  free(bases);
 }
 
-static int parse_whole(const char *s, long *out) {
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || end == s || *end)
-    return -1;
-  *out = v;
-  return 0;
+void *bench_malloc_local(size_t bytes) {
+  void *p = ARMCI_Malloc_local((armci_size_t)bytes);
+  if (!p)
+    die("ARMCI_Malloc_local of %zu bytes failed", bytes);
+  return p;
 }
 
-static int parse_real(const char *s, double *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || *end || !isfinite(v))
-    return -1;
-  *out = v;
-  return 0;
-}
-
-static int choice_index(const char *const *choices, const char *s) {
-  for (int i = 0; choices[i]; i++)
-    if (!strcmp(choices[i], s))
-      return i;
-  return -1;
-}
-
-static void join_choices(const char *const *choices, const char *sep, char *buf, size_t len) {
-  size_t used = 0;
-  buf[0] = '\0';
-  for (int i = 0; choices[i] && used < len; i++)
-    used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? sep : "", choices[i]);
-}
-
-/* What the option takes, for the message about a bad value. */
-static void describe_range(const struct bench_opt *o, char *buf, size_t len) {
-  char lo[32], hi[32], names[160];
-  switch (o->type) {
-  case OPT_INT:
-  case OPT_LONG:
-    snprintf(buf, len, "a whole number from %.0f to %.0f", o->lo, o->hi);
-    break;
-  case OPT_BYTES:
-    snprintf(buf, len, "a size from %s to %s (K/M/G suffixes)", format_bytes((long)o->lo, lo, sizeof lo),
-             format_bytes((long)o->hi, hi, sizeof hi));
-    break;
-  case OPT_LIST:
-    snprintf(buf, len, "a comma list of at most %d sizes from %s to %s (K/M suffixes)", o->max_count,
-             format_bytes((long)o->lo, lo, sizeof lo), format_bytes((long)o->hi, hi, sizeof hi));
-    break;
-  case OPT_DOUBLE:
-    snprintf(buf, len, "a number from %g to %g", o->lo, o->hi);
-    break;
-  case OPT_MS:
-    snprintf(buf, len, "milliseconds from %g to %g", o->lo, o->hi);
-    break;
-  case OPT_CHOICE:
-    join_choices(o->choices, ", ", names, sizeof names);
-    snprintf(buf, len, "one of %s", names);
-    break;
-  case OPT_SET:
-    join_choices(o->choices, ",", names, sizeof names);
-    snprintf(buf, len, "a comma list of %s (or all)", names);
-    break;
-  default:
-    snprintf(buf, len, "a value");
-    break;
-  }
-}
-
-/* Stores the option's value; -1 when it is not one the option takes. */
-static int set_value(const struct bench_opt *o, const char *arg) {
-  long l;
-  double d;
-  switch (o->type) {
-  case OPT_FLAG:
-    *(int *)o->value = 1;
-    return 0;
-  case OPT_INT:
-  case OPT_LONG:
-    if (parse_whole(arg, &l) || l < o->lo || l > o->hi)
-      return -1;
-    if (o->type == OPT_INT)
-      *(int *)o->value = (int)l;
-    else
-      *(long *)o->value = l;
-    return 0;
-  case OPT_BYTES:
-    l = parse_bytes(arg);
-    if (l < o->lo || l > o->hi)
-      return -1;
-    *(long *)o->value = l;
-    return 0;
-  case OPT_DOUBLE:
-  case OPT_MS:
-    if (parse_real(arg, &d) || d < o->lo || d > o->hi)
-      return -1;
-    *(double *)o->value = o->type == OPT_MS ? d * 1e-3 : d;
-    return 0;
-  case OPT_LIST: {
-    char buf[512];
-    long *out = o->value;
-    int n = 0;
-    snprintf(buf, sizeof buf, "%s", arg);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-      l = parse_bytes(tok);
-      if (l < o->lo || l > o->hi || n == o->max_count)
-        return -1;
-      out[n++] = l;
-    }
-    if (n == 0)
-      return -1;
-    *o->count = n;
-    return 0;
-  }
-  case OPT_CHOICE: {
-    int i = choice_index(o->choices, arg);
-    if (i < 0)
-      return -1;
-    *(int *)o->value = i;
-    return 0;
-  }
-  case OPT_SET: {
-    char buf[256];
-    int mask = 0;
-    snprintf(buf, sizeof buf, "%s", arg);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-      if (!strcmp(tok, "all") || !strcmp(tok, "both")) {
-        for (int i = 0; o->choices[i]; i++)
-          mask |= 1 << i;
-        continue;
-      }
-      int i = choice_index(o->choices, tok);
-      if (i < 0)
-        return -1;
-      mask |= 1 << i;
-    }
-    if (!mask)
-      return -1;
-    *(int *)o->value = mask;
-    return 0;
-  }
-  case OPT_STRING:
-    *(const char **)o->value = arg;
-    return 0;
-  }
-  return -1;
-}
-
-/* The value an option holds now, as the usage text shows its default. */
-static void format_value(const struct bench_opt *o, char *buf, size_t len) {
-  char one[32];
-  buf[0] = '\0';
-  switch (o->type) {
-  case OPT_FLAG:
-    snprintf(buf, len, "%s", *(int *)o->value ? "on" : "");
-    break;
-  case OPT_INT:
-    snprintf(buf, len, "%d", *(int *)o->value);
-    break;
-  case OPT_LONG:
-    snprintf(buf, len, "%ld", *(long *)o->value);
-    break;
-  case OPT_BYTES:
-    format_bytes(*(long *)o->value, buf, len);
-    break;
-  case OPT_DOUBLE:
-    snprintf(buf, len, "%g", *(double *)o->value);
-    break;
-  case OPT_MS:
-    snprintf(buf, len, "%g", *(double *)o->value * 1e3);
-    break;
-  case OPT_LIST: {
-    size_t used = 0;
-    for (int i = 0; i < *o->count && used < len; i++)
-      used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? "," : "",
-                               format_bytes(((long *)o->value)[i], one, sizeof one));
-    break;
-  }
-  case OPT_CHOICE:
-    snprintf(buf, len, "%s", o->choices[*(int *)o->value]);
-    break;
-  case OPT_SET: {
-    size_t used = 0;
-    for (int i = 0; o->choices[i] && used < len; i++)
-      if (*(int *)o->value & (1 << i))
-        used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? "," : "", o->choices[i]);
-    break;
-  }
-  case OPT_STRING:
-    snprintf(buf, len, "%s", *(const char **)o->value ? *(const char **)o->value : "");
-    break;
-  }
-}
-
-#define MAX_OPTS 32
-
-static void usage(FILE *f, const struct bench_opt *opts, char defaults[][128], const char *about) {
-  fprintf(f, "usage: mpirun -np 2 %s [options]\n", bench_program);
-  if (about)
-    fprintf(f, "%s\n", about);
-  fprintf(f, "options (the same long names in every benchmark of benchmarks/):\n");
-  for (int i = 0; opts[i].name; i++) {
-    const struct bench_opt *o = &opts[i];
-    char left[64];
-    if (o->letter)
-      snprintf(left, sizeof left, "  -%c, --%s%s%s", o->letter, o->name, o->type == OPT_FLAG ? "" : " ",
-               o->type == OPT_FLAG ? "" : o->arg);
-    else
-      snprintf(left, sizeof left, "      --%s%s%s", o->name, o->type == OPT_FLAG ? "" : " ",
-               o->type == OPT_FLAG ? "" : o->arg);
-    fprintf(f, "%-28s ", left);
-    for (const char *p = o->help; *p; p++) {
-      fputc(*p, f);
-      if (*p == '\n')
-        fprintf(f, "%-28s ", "");
-    }
-    if (defaults[i][0])
-      fprintf(f, " (default %s)", defaults[i]);
-    fputc('\n', f);
-  }
-  fprintf(f, "%-28s this text\n", "  -h, --help");
-}
-
-void bench_parse(int argc, char **argv, const struct bench_opt *opts, const char *about) {
-  struct option longs[MAX_OPTS + 2];
-  char shorts[3 * MAX_OPTS + 2];
-  char defaults[MAX_OPTS][128];
-  int n = 0, s = 0;
-  shorts[s++] = ':'; /* a missing value is reported as such */
-  for (; opts[n].name; n++) {
-    if (n == MAX_OPTS)
-      die("bench_parse: more than %d options", MAX_OPTS);
-    const int takes_value = opts[n].type != OPT_FLAG;
-    longs[n] = (struct option){opts[n].name, takes_value ? required_argument : no_argument, NULL,
-                               opts[n].letter ? opts[n].letter : 256 + n};
-    if (opts[n].letter) {
-      shorts[s++] = (char)opts[n].letter;
-      if (takes_value)
-        shorts[s++] = ':';
-    }
-    format_value(&opts[n], defaults[n], sizeof defaults[n]);
-  }
-  longs[n] = (struct option){"help", no_argument, NULL, 'h'};
-  longs[n + 1] = (struct option){NULL, 0, NULL, 0};
-  shorts[s++] = 'h';
-  shorts[s] = '\0';
-
-  int code = -1, opt, idx;
-  opterr = 0;
-  while (code < 0 && (opt = getopt_long(argc, argv, shorts, longs, &idx)) != -1) {
-    if (opt == 'h') {
-      if (me == 0)
-        usage(stdout, opts, defaults, about);
-      code = 0;
-      break;
-    }
-    const struct bench_opt *o = NULL;
-    for (int i = 0; i < n && !o; i++)
-      if ((opts[i].letter ? opts[i].letter : 256 + i) == opt)
-        o = &opts[i];
-    if (!o) {
-      if (me == 0) {
-        if (opt == ':')
-          fprintf(stderr, "%s: %s needs a value\n", bench_program, argv[optind - 1]);
-        else
-          fprintf(stderr, "%s: unknown option '%s'\n", bench_program, argv[optind - 1]);
-        usage(stderr, opts, defaults, about);
-      }
-      code = 2;
-      break;
-    }
-    if (set_value(o, optarg) != 0) {
-      if (me == 0) {
-        char range[256];
-        describe_range(o, range, sizeof range);
-        if (o->letter)
-          fprintf(stderr, "%s: -%c (--%s) needs %s, got '%s'\n", bench_program, o->letter, o->name, range,
-                  optarg);
-        else
-          fprintf(stderr, "%s: --%s needs %s, got '%s'\n", bench_program, o->name, range, optarg);
-      }
-      code = 2;
-      break;
-    }
-    if (o->given)
-      *o->given = 1;
-  }
-  if (code < 0 && optind < argc) {
-    if (me == 0) {
-      fprintf(stderr, "%s: unexpected argument '%s'\n", bench_program, argv[optind]);
-      usage(stderr, opts, defaults, about);
-    }
-    code = 2;
-  }
-  if (code < 0)
-    return;
-  bench_end();
-  exit(code);
+long bench_largest(const long *v, int n) {
+  long largest = 0;
+  for (int i = 0; i < n; i++)
+    if (v[i] > largest)
+      largest = v[i];
+  return largest;
 }
 
 /* ---------------------------------------------------------- tables, CSV */
@@ -668,56 +368,58 @@ void bench_table_header(const struct bench_table *t) {
   printf("\n");
 }
 
-static void emit_row(const struct bench_table *t, int to_table, va_list ap) {
+/* A cell as the table and as the CSV show it: a double's precisions differ,
+ * a NaN is "-" in the table and empty in the CSV. */
+static void format_cell(const struct bench_col *c, va_list *ap, char *table_text, char *csv_text,
+                        size_t len, const char **table_cell, const char **csv_cell) {
+  *table_cell = table_text;
+  *csv_cell = csv_text;
+  switch (c->type) {
+  case COL_STR:
+    *table_cell = *csv_cell = va_arg(*ap, const char *);
+    break;
+  case COL_LONG:
+    snprintf(table_text, len, "%ld", va_arg(*ap, long));
+    *csv_cell = table_text;
+    break;
+  case COL_DOUBLE: {
+    const double v = va_arg(*ap, double);
+    if (isnan(v)) {
+      *table_cell = "-";
+      *csv_cell = "";
+    } else {
+      snprintf(table_text, len, "%.*f", c->prec, v);
+      snprintf(csv_text, len, "%.*f", c->csv_prec, v);
+    }
+    break;
+  }
+  }
+}
+
+static void emit_row(const struct bench_table *t, int to_table, va_list args) {
+  va_list ap; /* a copy of our own: va_list may be an array, which &args would not point to */
+  va_copy(ap, args);
   int first = 1;
   const int to_csv = csv.buf && t == csv.table;
   if (to_csv)
     fprintf(csv.buf, "%s", IMPL_NAME);
   for (int i = 0; i < t->ncols; i++) {
     const struct bench_col *c = &t->cols[i];
-    const int in_table = to_table && c->header, in_csv = to_csv && c->csv;
-    const char *sep = first ? "" : " ";
-    switch (c->type) {
-    case COL_STR: {
-      const char *v = va_arg(ap, const char *);
-      if (in_table)
-        printf("%s%*s", sep, c->width, v);
-      if (in_csv)
-        fprintf(csv.buf, ",%s", v);
-      break;
-    }
-    case COL_LONG: {
-      const long v = va_arg(ap, long);
-      if (in_table)
-        printf("%s%*ld", sep, c->width, v);
-      if (in_csv)
-        fprintf(csv.buf, ",%ld", v);
-      break;
-    }
-    case COL_DOUBLE: {
-      const double v = va_arg(ap, double);
-      if (in_table) {
-        if (isnan(v))
-          printf("%s%*s", sep, c->width, "-");
-        else
-          printf("%s%*.*f", sep, c->width, c->prec, v);
-      }
-      if (in_csv) {
-        if (isnan(v))
-          fprintf(csv.buf, ",");
-        else
-          fprintf(csv.buf, ",%.*f", c->csv_prec, v);
-      }
-      break;
-    }
-    }
-    if (in_table)
+    char table_text[400], csv_text[400]; /* room for any double in %f */
+    const char *table_cell, *csv_cell;
+    format_cell(c, &ap, table_text, csv_text, sizeof table_text, &table_cell, &csv_cell);
+    if (to_table && c->header) {
+      printf("%s%*s", first ? "" : " ", c->width, table_cell);
       first = 0;
+    }
+    if (to_csv && c->csv)
+      fprintf(csv.buf, ",%s", csv_cell);
   }
   if (to_table && !first)
     printf("\n");
   if (to_csv)
     fprintf(csv.buf, ",%d,%s,%d,%s\n", csv.samples, bench_program, armci_msg_nproc(), bench_binding());
+  va_end(ap);
 }
 
 void bench_row(const struct bench_table *t, ...) {
@@ -732,4 +434,55 @@ void bench_csv_row(const struct bench_table *t, ...) {
   va_start(ap, t);
   emit_row(t, 0, ap);
   va_end(ap);
+}
+
+/* ---------------------------------------------------------------- report */
+
+void bench_report_open(struct bench_run *r, const char *csv_path, const struct bench_table *t, int samples,
+                       const char *fmt, ...) {
+  if (me == 0) {
+    bench_csv_open(csv_path, t, samples);
+    if (fmt) {
+      va_list ap;
+      va_start(ap, fmt);
+      printf("# %s impl=%s ", bench_program, IMPL_NAME);
+      vprintf(fmt, ap);
+      printf("\n");
+      va_end(ap);
+    }
+    print_settings(stdout);
+    fflush(stdout);
+  }
+  bench_run_begin(r);
+}
+
+void bench_report_table(const struct bench_run *r, const char *run_extra, const struct bench_table *t,
+                        const char *note_fmt, ...) {
+  bench_run_print(r, run_extra ? "%s" : NULL, run_extra);
+  if (note_fmt) {
+    va_list ap;
+    va_start(ap, note_fmt);
+    vprintf(note_fmt, ap);
+    va_end(ap);
+  }
+  if (t)
+    bench_table_header(t);
+}
+
+struct bench_figure bench_figure(const double *samples, int n, double scale, int prec) {
+  const struct bench_stats s = bench_stats(samples, n);
+  struct bench_figure f = {scale * s.median, scale * s.q1, scale * s.q3, ""};
+  snprintf(f.spread, sizeof f.spread, "(%.*f-%.*f)", prec, f.q1, prec, f.q3);
+  return f;
+}
+
+void bench_measure(const struct bench_measurement *m, void *ctx) {
+  struct bench_run run;
+  bench_report_open(&run, m->opts->csv_path, m->table, m->opts->reps, NULL);
+  bench_passes(m->opts->reps, m->opts->warmup, m->pass, ctx);
+  if (me != 0)
+    return;
+  bench_report_table(&run, m->run_extra, m->table, NULL);
+  for (int i = 0; i < m->nrows; i++)
+    m->row(i);
 }

@@ -1,10 +1,14 @@
 /* The benchmark harness: what every program of benchmarks/ shares, so that
  * each one keeps only its measured loop and its table's columns.
  *
- *   start and end      bench_start/bench_end (MPI_Init first for ARMCI-MPI)
+ *   start and end      bench_begin (start, options, process count),
+ *                      bench_end (MPI_Init first for ARMCI-MPI)
  *   options            a table of struct bench_opt: parsing, range checks,
  *                      usage text with the defaults, the same long names
  *                      (--reps, --csv, --sizes, ...) in every program
+ *                      (harness_options.c)
+ *   memory             ARMCI_Malloc on every rank, ARMCI_Malloc_local, a
+ *                      window of nonblocking transfers
  *   timing             now(), CPU clocks, calibration of a sample's length,
  *                      the pass loop (calibration, warm-up, samples), the
  *                      "# run:" line that says how disturbed a run was
@@ -13,10 +17,14 @@
  *                      human-readable table and to the CSV (a file, or
  *                      stdout after "# CSV"), which also records the
  *                      program, the process count and the binding
+ *   report             the output's start (CSV, header line, settings),
+ *                      the run line and note before a table, medians with
+ *                      their quartiles, and bench_measure: a benchmark
+ *                      sampled in passes from the first line to the rows
  *
  * Every benchmark builds against libarmci and, unchanged, against ARMCI-MPI
- * (Debian's -larmci-openmpi, with harness.c compiled beside it), so only
- * calls both provide appear here. */
+ * (Debian's -larmci-openmpi, with harness.c and harness_options.c compiled
+ * beside it), so only calls both provide appear here. */
 #ifndef ARMCI_BENCH_HARNESS_H
 #define ARMCI_BENCH_HARNESS_H
 
@@ -169,6 +177,33 @@ void fill_pattern(unsigned char *p, size_t n, unsigned seed, int inverted);
 /* The first byte that is not the pattern, or -1. */
 long find_pattern_mismatch(const unsigned char *p, size_t n, unsigned seed);
 
+/* ---------------------------------------------------------------- memory */
+
+/* ARMCI_Malloc of `bytes` on every rank (collective): every rank's base in
+ * a malloc'd array, this rank's part zeroed when `zeroed`; the run ends when
+ * it fails. bench_free_all gives both back (collective). */
+void **bench_malloc_all(size_t bytes, int zeroed);
+void bench_free_all(void **bases);
+/* ARMCI_Malloc_local, or the run ends. */
+void *bench_malloc_local(size_t bytes);
+/* The largest of n values (0 for none): buffers are sized by a list's largest. */
+long bench_largest(const long *v, int n);
+
+/* One window of nonblocking transfers: w calls of `nb` (ARMCI_NbPut or
+ * ARMCI_NbGet; `name` for messages) of the same bytes on handles[0..w-1],
+ * then ARMCI_Wait on each. Inline, so that a constant `nb` is a direct call
+ * in the timed loop. */
+typedef int (*bench_nb_fn)(void *src, void *dst, int bytes, int proc, armci_hdl_t *handle);
+static inline void bench_nb_window(bench_nb_fn nb, const char *name, void *src, void *dst, int bytes, int proc,
+                                   armci_hdl_t *handles, int w) {
+  for (int k = 0; k < w; k++) {
+    ARMCI_INIT_HANDLE(&handles[k]);
+    BENCH_CHECK(nb(src, dst, bytes, proc, &handles[k]), "%s of %d bytes", name, bytes);
+  }
+  for (int k = 0; k < w; k++)
+    BENCH_CHECK(ARMCI_Wait(&handles[k]), "ARMCI_Wait after %s of %d bytes", name, bytes);
+}
+
 /* -------------------------------------------------------------- options */
 
 enum bench_opt_type {
@@ -230,6 +265,11 @@ struct bench_opt {
  * bench_end(); only rank 0 prints. Call after bench_start. */
 void bench_parse(int argc, char **argv, const struct bench_opt *opts, const char *about);
 
+/* How every benchmark begins: bench_start, bench_parse against opts, then
+ * bench_need_procs(min_procs) when min_procs > 1. */
+void bench_begin(int *argc, char ***argv, const char *program, const struct bench_opt *opts, const char *about,
+                 int min_procs);
+
 /* "64", "64K", "4M", "1G", "4MiB"; -1 when malformed. */
 long parse_bytes(const char *s);
 /* "4K" for 4096; for tables and messages. */
@@ -270,5 +310,67 @@ void bench_table_header(const struct bench_table *t);
 void bench_row(const struct bench_table *t, ...);
 /* The same row to the CSV only (rows the printed table summarises). */
 void bench_csv_row(const struct bench_table *t, ...);
+
+/* ---------------------------------------------------------------- report */
+
+/* What a benchmark's output starts with: on rank 0 the CSV opened
+ * (bench_csv_open), when fmt is given a line "# PROGRAM impl=IMPL " and fmt,
+ * then the "# settings:" line; on every rank the run clock r started. */
+__attribute__((format(printf, 5, 6))) void bench_report_open(struct bench_run *r, const char *csv_path,
+                                                             const struct bench_table *t, int samples,
+                                                             const char *fmt, ...);
+/* Rank 0, after the measurements: the "# run:" line of r with run_extra
+ * after the cpu/wall share (or NULL), the note (a printf format, or NULL),
+ * then the header of t (NULL: the caller prints its own). */
+__attribute__((format(printf, 4, 5))) void bench_report_table(const struct bench_run *r, const char *run_extra,
+                                                              const struct bench_table *t, const char *note_fmt,
+                                                              ...);
+
+/* A median with its quartiles, scaled (1e6: seconds to microseconds), and
+ * "(q1-q3)" with `prec` decimals, for the tables that print the spread beside
+ * the median. */
+struct bench_figure {
+  double median, q1, q3;
+  char spread[48];
+};
+struct bench_figure bench_figure(const double *samples, int n, double scale, int prec);
+
+/* The columns of a benchmark that times ours against MPI's (msg_bench,
+ * win_bench): each one's median in us (width, prec) with its "(q1-q3)"
+ * beside it (bench_figure), MPI's over ours, then the four quartiles as CSV
+ * columns. A row passes ours.median, ours.spread, mpi.median, mpi.spread,
+ * the ratio, ours.q1, ours.q3, mpi.q1, mpi.q3. */
+#define BENCH_COLS_OURS_VS_MPI(width, prec)                                                        \
+  {"armci us", "armci_us", COL_DOUBLE, width, prec, 4}, {"(q1-q3)", NULL, COL_STR, -16, 0, 0},       \
+      {"mpi us", "mpi_us", COL_DOUBLE, width, prec, 4}, {"(q1-q3)", NULL, COL_STR, -16, 0, 0},       \
+      {"mpi/armci", "mpi_over_armci", COL_DOUBLE, 10, 2, 3}, {NULL, "armci_q1_us", COL_DOUBLE, 0, 0, 4}, \
+      {NULL, "armci_q3_us", COL_DOUBLE, 0, 0, 4}, {NULL, "mpi_q1_us", COL_DOUBLE, 0, 0, 4},         \
+      {NULL, "mpi_q3_us", COL_DOUBLE, 0, 0, 4}
+
+/* What a benchmark measured by bench_measure is told: samples per cell,
+ * untimed passes before them, a sample's length, where the CSV goes;
+ * BENCH_OPTS_PASSES lists them as -r, -t, --warmup and -c. */
+struct bench_pass_options {
+  int reps, warmup;
+  double sample_s;
+  const char *csv_path;
+};
+#define BENCH_OPTS_PASSES(o)                                                                       \
+  BENCH_OPT_REPS('r', &(o)->reps, NULL), BENCH_OPT_SAMPLE_MS('t', &(o)->sample_s, NULL),           \
+      BENCH_OPT_WARMUP(&(o)->warmup), BENCH_OPT_CSV('c', &(o)->csv_path)
+
+/* The whole life of a benchmark sampled in passes: bench_report_open (no
+ * header line), bench_passes(reps, warmup, pass, ctx), then on rank 0
+ * bench_report_table with run_extra and row(i) for every i < nrows.
+ * The caller ends the CSV (bench_csv_finish) after anything it adds. */
+struct bench_measurement {
+  const struct bench_table *table;
+  const struct bench_pass_options *opts;
+  void (*pass)(void *ctx, int pass);
+  int nrows;
+  void (*row)(int i);
+  const char *run_extra;
+};
+void bench_measure(const struct bench_measurement *m, void *ctx);
 
 #endif /* ARMCI_BENCH_HARNESS_H */

@@ -25,7 +25,7 @@
  *
  * One source, two builds (as contig_bench):
  *   libarmci:  make builds benchmarks/helper_cost
- *   ARMCI-MPI: mpicc -O2 benchmarks/helper_cost.c -larmci-openmpi
+ *   ARMCI-MPI: mpicc -O2 benchmarks/helper_cost.c benchmarks/harness*.c -larmci-openmpi -lm
  * See benchmarks/README.md; benchmarks/compare_overlap.sh runs it under each
  * helper setting.
  */
@@ -82,13 +82,8 @@ static const char about[] =
     "compute kernel without library calls; compare the rates across ARMCI_HELPER settings.";
 static const char *const mode_names[] = {"idle", "mixed", NULL};
 
-static void parse_args(int argc, char **argv, struct config *c) {
-  c->runs = 9;
-  c->seconds = 0.2;
-  c->mixed = 0;
-  c->period_us = 1000;
-  c->put_bytes = 4096;
-  c->csv_path = NULL;
+static void parse_args(int *argc, char ***argv, struct config *c) {
+  *c = (struct config){.runs = 9, .seconds = 0.2, .period_us = 1000, .put_bytes = 4096};
   const struct bench_opt opts[] = {
       BENCH_OPT_REPS('k', &c->runs, NULL),
       {'d', "seconds", OPT_DOUBLE, &c->seconds, 1e-3, 60, "SECONDS", "length of one run", NULL, NULL, 0, NULL},
@@ -100,16 +95,15 @@ static void parse_args(int argc, char **argv, struct config *c) {
        NULL},
       BENCH_OPT_CSV('c', &c->csv_path),
       BENCH_OPT_END};
-  bench_parse(argc, argv, opts, about);
+  bench_begin(argc, argv, "helper_cost", opts, about, 1);
+  if (c->mixed)
+    bench_need_procs(2);
 }
 
 int main(int argc, char **argv) {
-  bench_start(&argc, &argv, "helper_cost");
-  const int nproc = armci_msg_nproc();
   struct config cfg;
-  parse_args(argc, argv, &cfg);
-  if (cfg.mixed)
-    bench_need_procs(2);
+  parse_args(&argc, &argv, &cfg);
+  const int nproc = armci_msg_nproc();
   if (nproc > MAX_PROCS) {
     if (me == 0)
       fprintf(stderr, "helper_cost: needs at most %d processes, got %d\n", MAX_PROCS, nproc);
@@ -121,22 +115,11 @@ int main(int argc, char **argv) {
    * destination of rank 1's puts. */
   const size_t stats_bytes = (size_t)MAX_PROCS * NSTATS * sizeof(double);
   const size_t region = stats_bytes + STAT_PAGE + (size_t)cfg.put_bytes;
-  void **bases = calloc((size_t)nproc, sizeof *bases);
-  if (!bases)
-    die("out of memory");
-  if (ARMCI_Malloc(bases, (armci_size_t)region) != 0 || !bases[0])
-    die("ARMCI_Malloc of %zu bytes failed", region);
+  void **bases = bench_malloc_all(region, 1);
   unsigned char *put_dst = (unsigned char *)bases[0] + stats_bytes + STAT_PAGE;
-  access_begin(bases[me]);
-  memset(bases[me], 0, region);
-  access_end(bases[me]);
   const int putter = cfg.mixed && me == 1;
-  unsigned char *put_src = NULL;
-  if (putter && !(put_src = ARMCI_Malloc_local((armci_size_t)cfg.put_bytes)))
-    die("ARMCI_Malloc_local of %ld bytes failed", cfg.put_bytes);
-
+  unsigned char *put_src = putter ? bench_malloc_local((size_t)cfg.put_bytes) : NULL;
   kernel_init();
-  bench_csv_open(cfg.csv_path, &table, cfg.runs);
 
   /* Every rank sizes its own kernel; rates, not times, are compared. */
   ARMCI_Barrier();
@@ -151,8 +134,14 @@ int main(int argc, char **argv) {
       other_cpu[BENCH_MAX_REPS];
   long puts = 0;
   unsigned last_seed = 0; /* of rank 1's last put */
+  const char *path = nproc > 1 ? transfer_path() : "-", *mode = cfg.mixed ? "mixed" : "idle";
+  char puts_setting[64] = "";
+  if (cfg.mixed)
+    snprintf(puts_setting, sizeof puts_setting, " put_bytes=%ld period_us=%.0f", cfg.put_bytes, cfg.period_us);
   struct bench_run total;
-  bench_run_begin(&total);
+  bench_report_open(&total, cfg.csv_path, &table, cfg.runs,
+                    "path=%s mode=%s helper=%s nproc=%d binding=%s runs=%d seconds=%.2f%s", path, mode,
+                    helper_setting(), nproc, bench_binding(), cfg.runs, cfg.seconds, puts_setting);
   for (int run = 0; run < cfg.runs; run++) {
     ARMCI_Barrier();
     const double w0 = now(), p0 = cpu_now(), c0 = thread_cpu_now();
@@ -213,20 +202,12 @@ int main(int argc, char **argv) {
     if (bad >= 0)
       die("-m mixed: rank 1's last put did not arrive (byte %ld differs)", bad);
 
-    const char *path = nproc > 1 ? transfer_path() : "-", *mode = cfg.mixed ? "mixed" : "idle";
-    printf("# helper_cost impl=%s path=%s mode=%s helper=%s nproc=%d binding=%s runs=%d seconds=%.2f",
-           IMPL_NAME, path, mode, helper_setting(), nproc, bench_binding(), cfg.runs, cfg.seconds);
-    if (cfg.mixed)
-      printf(" put_bytes=%ld period_us=%.0f", cfg.put_bytes, cfg.period_us);
-    printf("\n");
-    print_settings(stdout);
-    bench_run_print(&total, NULL);
-    printf("# Gflop/s of the kernel over wall time, median/min/max of %d runs; Gf/cpu-s: over\n"
-           "# the main thread's CPU time (what the kernel does while it has a core); main_cpu:\n"
-           "# the main thread's CPU time / wall time; other_cpu: the process's other threads'\n"
-           "# (helper, network) CPU time / wall time\n\n",
-           cfg.runs);
-    bench_table_header(&table);
+    bench_report_table(&total, NULL, &table,
+                       "# Gflop/s of the kernel over wall time, median/min/max of %d runs; Gf/cpu-s: over\n"
+                       "# the main thread's CPU time (what the kernel does while it has a core); main_cpu:\n"
+                       "# the main thread's CPU time / wall time; other_cpu: the process's other threads'\n"
+                       "# (helper, network) CPU time / wall time\n\n",
+                       cfg.runs);
     for (int r = 0; r < nproc; r++) {
       const double *s = all + r * NSTATS;
       bench_row(&table, path, mode, helper_setting(), (long)r, cfg.mixed && r == 1 ? "putter" : "compute",
@@ -240,8 +221,7 @@ int main(int argc, char **argv) {
   ARMCI_Barrier();
   if (put_src)
     ARMCI_Free_local(put_src);
-  ARMCI_Free(bases[me]);
-  free(bases);
+  bench_free_all(bases);
   bench_end();
   return 0;
 }

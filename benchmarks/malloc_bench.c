@@ -31,9 +31,7 @@ static const char *variant_names[NVARIANTS] = {"malloc", "group", "floor"};
 
 static long sizes[16] = {4096, 65536, 1048576};
 static int nsizes = 3;
-static int reps = 9, warmup = 1;
-static double sample_s = 0.05;
-static const char *csv_path;
+static struct bench_pass_options opt = {.reps = 9, .warmup = 1, .sample_s = 0.05};
 
 struct cell {
   enum variant variant;
@@ -132,7 +130,7 @@ static void pass_fn(void *ctx, int pass) {
     struct cell *c = &cells[k];
     if (pass == 0) {
       check_cell(c);
-      struct bench_calibration cal = {sample_s, 0.25, 1, 1, 1, 1L << 20};
+      struct bench_calibration cal = {opt.sample_s, 0.25, 1, 1, 1, 1L << 20};
       c->iters = bench_calibrate(&cal, run_cell, c);
       continue;
     }
@@ -149,25 +147,30 @@ static const struct bench_col cols[] = {
     {NULL, "us_q1", COL_DOUBLE, 0, 0, 3},
     {NULL, "us_q3", COL_DOUBLE, 0, 0, 3},
 };
+static const struct bench_table table = BENCH_TABLE(cols);
+
+/* Rank 0: time per pair, its quartiles and the pairs per sample. */
+static void report_row(int k) {
+  const struct cell *c = &cells[k];
+  const struct bench_figure t = bench_figure(c->samples, opt.reps, 1e6, 2);
+  bench_row(&table, variant_names[c->variant], c->bytes, t.median, t.spread, c->iters, t.q1, t.q3);
+}
 
 int main(int argc, char **argv) {
-  bench_start(&argc, &argv, "malloc_bench");
   int no_group = 0, no_floor = 0;
   const struct bench_opt opts[] = {
-      BENCH_OPT_REPS('r', &reps, NULL),
-      BENCH_OPT_SAMPLE_MS('t', &sample_s, NULL),
-      BENCH_OPT_WARMUP(&warmup),
+      BENCH_OPTS_PASSES(&opt),
       BENCH_OPT_SIZES('s', sizes, &nsizes, 0, 1L << 30),
-      BENCH_OPT_CSV('c', &csv_path),
       {0, "no-group", OPT_FLAG, &no_group, 0, 0, NULL, "skip the ARMCI_Malloc_group rows", NULL, NULL, 0, NULL},
       {0, "no-floor", OPT_FLAG, &no_floor, 0, 0, NULL, "skip the floor rows (one bare shared segment)", NULL,
        NULL, 0, NULL},
       BENCH_OPT_END,
   };
-  bench_parse(argc, argv, opts,
+  bench_begin(&argc, &argv, "malloc_bench", opts,
               "ARMCI_Malloc + ARMCI_Free pairs (and the _group calls over every rank) of each size\n"
               "per rank; time per pair at rank 0, and the floor: one bare shm segment made,\n"
-              "reserved, mapped and removed.");
+              "reserved, mapped and removed.",
+              1);
   nprocs = armci_msg_nproc();
   int all[nprocs];
   for (int r = 0; r < nprocs; r++) all[r] = r;
@@ -177,27 +180,11 @@ int main(int argc, char **argv) {
     if (!no_group) cells[ncells++] = (struct cell){V_GROUP, sizes[s], 0, {0}};
     if (!no_floor && sizes[s] > 0) cells[ncells++] = (struct cell){V_FLOOR, sizes[s], 0, {0}};
   }
-  const struct bench_table table = BENCH_TABLE(cols);
-  if (me == 0) {
-    bench_csv_open(csv_path, &table, reps);
-    print_settings(stdout);
-  }
-  struct bench_run run;
-  bench_run_begin(&run);
-  bench_passes(reps, warmup, pass_fn, NULL);
-  if (me == 0) {
-    bench_run_print(&run, "; transfer path %s", transfer_path());
-    bench_table_header(&table);
-    for (int k = 0; k < ncells; k++) {
-      const struct cell *c = &cells[k];
-      struct bench_stats st = bench_stats(c->samples, reps);
-      char q[48];
-      snprintf(q, sizeof q, "(%.2f-%.2f)", 1e6 * st.q1, 1e6 * st.q3);
-      bench_row(&table, variant_names[c->variant], c->bytes, 1e6 * st.median, q, c->iters, 1e6 * st.q1,
-                1e6 * st.q3);
-    }
-    bench_csv_finish();
-  }
+  char path[64];
+  snprintf(path, sizeof path, "; transfer path %s", transfer_path());
+  const struct bench_measurement m = {&table, &opt, pass_fn, ncells, report_row, path};
+  bench_measure(&m, NULL);
+  bench_csv_finish();
   ARMCI_Group_free(&everyone);
   bench_end();
   return 0;

@@ -22,9 +22,7 @@ enum impl { IMPL_ARMCI, IMPL_MPI, NIMPLS };
 
 static long sizes[32] = {8, 64, 512, 4096, 32768, 262144, 1048576};
 static int nsizes = 7;
-static int reps = 9, warmup = 1;
-static double sample_s = 0.02;
-static const char *csv_path;
+static struct bench_pass_options opt = {.reps = 9, .warmup = 1, .sample_s = 0.02};
 
 struct cell {
   enum op op;
@@ -99,7 +97,7 @@ static void pass_fn(void *ctx, int pass) {
       check_cell(c, IMPL_ARMCI);
       check_cell(c, IMPL_MPI);
       struct calib_ctx cc = {c};
-      struct bench_calibration cal = {sample_s, 0.25, 1, 1, 1, 1L << 22};
+      struct bench_calibration cal = {opt.sample_s, 0.25, 1, 1, 1, 1L << 22};
       c->iters = bench_calibrate(&cal, run_both, &cc) / 2;
       if (c->iters < 1) c->iters = 1;
       continue;
@@ -115,33 +113,30 @@ static void pass_fn(void *ctx, int pass) {
 static const struct bench_col cols[] = {
     {"op", "op", COL_STR, -8, 0, 0},
     {"bytes", "bytes", COL_LONG, 8, 0, 0},
-    {"armci us", "armci_us", COL_DOUBLE, 10, 2, 4},
-    {"(q1-q3)", NULL, COL_STR, -16, 0, 0},
-    {"mpi us", "mpi_us", COL_DOUBLE, 10, 2, 4},
-    {"(q1-q3)", NULL, COL_STR, -16, 0, 0},
-    {"mpi/armci", "mpi_over_armci", COL_DOUBLE, 10, 2, 3},
-    {NULL, "armci_q1_us", COL_DOUBLE, 0, 0, 4},
-    {NULL, "armci_q3_us", COL_DOUBLE, 0, 0, 4},
-    {NULL, "mpi_q1_us", COL_DOUBLE, 0, 0, 4},
-    {NULL, "mpi_q3_us", COL_DOUBLE, 0, 0, 4},
+    BENCH_COLS_OURS_VS_MPI(10, 2),
 };
+static const struct bench_table table = BENCH_TABLE(cols);
+
+/* Rank 0: ours and MPI's time per call, their quartiles and MPI over ours. */
+static void report_row(int k) {
+  const struct cell *c = &cells[k];
+  const struct bench_figure a = bench_figure(c->samples[IMPL_ARMCI], opt.reps, 1e6, 2),
+                            m = bench_figure(c->samples[IMPL_MPI], opt.reps, 1e6, 2);
+  bench_row(&table, op_names[c->op], c->bytes, a.median, a.spread, m.median, m.spread, m.median / a.median, a.q1,
+            a.q3, m.q1, m.q3);
+}
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
-  bench_start(&argc, &argv, "msg_bench");
   const struct bench_opt opts[] = {
-      BENCH_OPT_REPS('r', &reps, NULL),
-      BENCH_OPT_SAMPLE_MS('t', &sample_s, NULL),
-      BENCH_OPT_WARMUP(&warmup),
+      BENCH_OPTS_PASSES(&opt),
       BENCH_OPT_SIZES('s', sizes, &nsizes, 8, 1 << 26),
-      BENCH_OPT_CSV('c', &csv_path),
       BENCH_OPT_END,
   };
-  bench_parse(argc, argv,
-              opts,
+  bench_begin(&argc, &argv, "msg_bench", opts,
               "armci_msg_barrier/bcast/dgop against MPI_Barrier/Bcast/Allreduce, alternating\n"
-              "samples in one run; time per call at rank 0 (median, quartiles), MPI over ours.");
-  bench_need_procs(2);
+              "samples in one run; time per call at rank 0 (median, quartiles), MPI over ours.",
+              2);
   long largest = 8;
   cells[ncells++] = (struct cell){OP_BARRIER, 0, 0, {{0}}};
   for (int s = 0; s < nsizes; s++) {
@@ -153,28 +148,9 @@ int main(int argc, char **argv) {
   }
   buffer = malloc((size_t)largest);
   reference = malloc((size_t)largest);
-  const struct bench_table table = BENCH_TABLE(cols);
-  if (me == 0) {
-    bench_csv_open(csv_path, &table, reps);
-    print_settings(stdout);
-  }
-  struct bench_run run;
-  bench_run_begin(&run);
-  bench_passes(reps, warmup, pass_fn, NULL);
-  if (me == 0) {
-    bench_run_print(&run, NULL);
-    bench_table_header(&table);
-    for (int k = 0; k < ncells; k++) {
-      const struct cell *c = &cells[k];
-      struct bench_stats a = bench_stats(c->samples[IMPL_ARMCI], reps), m = bench_stats(c->samples[IMPL_MPI], reps);
-      char qa[48], qm[48];
-      snprintf(qa, sizeof qa, "(%.2f-%.2f)", 1e6 * a.q1, 1e6 * a.q3);
-      snprintf(qm, sizeof qm, "(%.2f-%.2f)", 1e6 * m.q1, 1e6 * m.q3);
-      bench_row(&table, op_names[c->op], c->bytes, 1e6 * a.median, qa, 1e6 * m.median, qm, m.median / a.median,
-                1e6 * a.q1, 1e6 * a.q3, 1e6 * m.q1, 1e6 * m.q3);
-    }
-    bench_csv_finish();
-  }
+  const struct bench_measurement m = {&table, &opt, pass_fn, ncells, report_row, NULL};
+  bench_measure(&m, NULL);
+  bench_csv_finish();
   free(buffer);
   free(reference);
   bench_end();

@@ -96,9 +96,7 @@ else
         tail -n 20 "$log" >&2; echo "$me: $cfg failed (log $log)" >&2; exit 1; }
       grep -q '^ Verification    =  SUCCESSFUL$' "$log" || {
         tail -n 20 "$log" >&2; echo "$me: $cfg did not verify (log $log)" >&2; exit 1; }
-      t=$(sed -n 's/^ Time in seconds =  //p' "$log")
-      mops=$(sed -n 's|^ Mop/s total     =  ||p' "$log")
-      comm=$(sed -n 's/^ Comm seconds    =  \([0-9.]*\).*/\1/p' "$log")
+      nas_log_figures "$log"
       binding=$(grep -q 'bound to' "$log" && echo core || echo none)
       echo "nas,$k,$c,$p,$v,$n,$run,$t,$mops,$comm,$binding" >>"$csv"
       printf '   run %d %-5s %s np=%s %-8s %-3s %8.2f s (comm %s s)\n' "$run" "$k" "$c" "$p" "$v" "$n" "$t" "${comm:--}"
@@ -161,11 +159,8 @@ echo " NPB 3.3.1 MPI: NPB's own time for that cell, cited (stock Fortran -O3, gf
 echo " medians of three, this machine type, on the date given), not run here; vs NPB: its low and high"
 echo " over this row's median, >= 0.95 is within 5%. CSV: $csv)"
 
-if [ "${PLOT:-1}" != 0 ]; then
-  py=
-  for cand in python3 /usr/bin/python3; do "$cand" -c 'import matplotlib' 2>/dev/null && { py=$cand; break; }; done
-  if [ -n "$py" ]; then "$py" "$script_dir/nas_plot.py" -o "$results/plots" "$csv"
-  else echo "$me: no chart: python3-matplotlib is not installed" >&2; fi
+if [ "${PLOT:-1}" != 0 ] && py=$(bench_plot_python); then
+  "$py" "$script_dir/nas_plot.py" -o "$results/plots" "$csv"
 fi
 if [ -z "$reuse" ]; then
   echo "== done in $(( ($(date +%s) - started + 30) / 60 )) min; load average at the start $load_start, at the end $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -20,6 +20,8 @@
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 me=nas_two_hosts
+source "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
+bench_me=$me
 
 # ------------------------------------------------------ on rxea (the guest)
 if [ -n "${TWO_HOSTS_B:-}" ]; then
@@ -50,9 +52,7 @@ if [ -n "${TWO_HOSTS_B:-}" ]; then
               tail -n 15 "$log"
               continue
             fi
-            t=$(sed -n 's/^ Time in seconds =  //p' "$log")
-            mops=$(sed -n 's|^ Mop/s total     =  ||p' "$log")
-            comm=$(sed -n 's/^ Comm seconds    =  \([0-9.]*\).*/\1/p' "$log")
+            nas_log_figures "$log"
             tr=-
             if [ "$v" = mpi ]; then
               # UCX's own words for the lanes of each endpoint, e.g.
@@ -148,13 +148,7 @@ awk -F, -v md="$md" '
 echo "(comm %: median of Comm seconds / time, the most any rank spent exchanging, reducing and waiting;"
 echo " vs mpi: the mpi variant's median over this one's, >1 is faster; times are the guests' clock (TCG)."
 echo " CSV: ${reuse[*]}; Markdown: $md)"
-if [ "${PLOT:-1}" != 0 ]; then
-  py=
-  for cand in python3 /usr/bin/python3; do "$cand" -c 'import matplotlib' 2>/dev/null && { py=$cand; break; }; done
-  if [ -n "$py" ]; then
-    "$py" "$top/benchmarks/nas_plot.py" --name nas-two-hosts \
-      --note "rxea + rxeb (QEMU TCG, Soft-RoCE rxe0), UCX for every variant" -o "$out/plots" "$out/.nas-two-hosts-all.csv"
-  else
-    echo "$me: no chart: python3-matplotlib is not installed" >&2
-  fi
+if [ "${PLOT:-1}" != 0 ] && py=$(bench_plot_python); then
+  "$py" "$top/benchmarks/nas_plot.py" --name nas-two-hosts \
+    --note "rxea + rxeb (QEMU TCG, Soft-RoCE rxe0), UCX for every variant" -o "$out/plots" "$out/.nas-two-hosts-all.csv"
 fi

@@ -23,7 +23,7 @@
  *
  * One source, two builds (as contig_bench):
  *   libarmci:  make builds benchmarks/overlap_bench
- *   ARMCI-MPI: mpicc -O2 benchmarks/overlap_bench.c -larmci-openmpi
+ *   ARMCI-MPI: mpicc -O2 benchmarks/overlap_bench.c benchmarks/harness*.c -larmci-openmpi -lm
  * See benchmarks/README.md.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -411,21 +411,16 @@ static const char about[] =
     "computation of about the transfer's length; see benchmarks/README.md.";
 static const char *const target_names[] = {"idle", "busy", NULL};
 
-static void parse_args(int argc, char **argv, struct config *c) {
+static void parse_args(int *argc, char ***argv, struct config *c) {
   static const long default_sizes[] = {8, 64, 256, 1L << 10, 4L << 10, 16L << 10,
                                        64L << 10, 256L << 10, 1L << 20, 4L << 20};
-  c->ops = 1 << OP_GET | 1 << OP_PUT;
-  c->nsizes = (int)(sizeof default_sizes / sizeof default_sizes[0]);
+  *c = (struct config){.ops = 1 << OP_GET | 1 << OP_PUT,
+                       .nsizes = (int)(sizeof default_sizes / sizeof default_sizes[0]),
+                       .reps = 7,
+                       .sample_s = 0.004,
+                       .timeout_s = 30,
+                       .tol = 0.1};
   memcpy(c->sizes, default_sizes, sizeof default_sizes);
-  c->reps = 7;
-  c->warmup = 0;
-  c->sample_s = 0.004;
-  c->busy = 0;
-  c->timeout_s = 30;
-  c->sweep = 0;
-  c->tol = 0.1;
-  c->local_armci = 0;
-  c->csv_path = NULL;
   const struct bench_opt opts[] = {
       {'o', "ops", OPT_SET, &c->ops, 0, 0, "LIST", "get, put or both", op_names, NULL, 0, NULL},
       BENCH_OPT_SIZES('s', c->sizes, &c->nsizes, 1, 1L << 30),
@@ -446,7 +441,7 @@ static void parse_args(int argc, char **argv, struct config *c) {
        "local buffer from ARMCI_Malloc_local instead of malloc", NULL, NULL, 0, NULL},
       BENCH_OPT_CSV('c', &c->csv_path),
       BENCH_OPT_END};
-  bench_parse(argc, argv, opts, about);
+  bench_begin(argc, argv, "overlap_bench", opts, about, 2);
 }
 
 static void one_pass(void *ctx, int pass) {
@@ -458,12 +453,9 @@ static void one_pass(void *ctx, int pass) {
 }
 
 int main(int argc, char **argv) {
-  bench_start(&argc, &argv, "overlap_bench");
-  const int nproc = armci_msg_nproc();
   static struct bench bench;
   struct bench *b = &bench;
-  parse_args(argc, argv, &b->cfg);
-  bench_need_procs(2);
+  parse_args(&argc, &argv, &b->cfg);
   const struct config *cfg = &b->cfg;
   if (cfg->sweep) {
     b->nfracs = 9;
@@ -475,39 +467,24 @@ int main(int argc, char **argv) {
     b->fracs[0] = 1.0;
     b->main_frac = 0;
   }
-  long max_size = 0;
-  for (int i = 0; i < cfg->nsizes; i++)
-    if (cfg->sizes[i] > max_size)
-      max_size = cfg->sizes[i];
+  const long max_size = bench_largest(cfg->sizes, cfg->nsizes);
 
   /* Each rank's region: a page for the flag word, then the data. */
-  const size_t region = (size_t)PAGE + (size_t)max_size;
-  b->bases = calloc((size_t)nproc, sizeof *b->bases);
-  if (!b->bases)
-    die("out of memory");
-  if (ARMCI_Malloc(b->bases, (armci_size_t)region) != 0 || !b->bases[TARGET])
-    die("ARMCI_Malloc of %zu bytes failed", region);
+  b->bases = bench_malloc_all((size_t)PAGE + (size_t)max_size, 1);
   b->remote_flag = b->bases[TARGET];
   b->remote = (unsigned char *)b->bases[TARGET] + PAGE;
   b->mine = (unsigned char *)b->bases[me] + PAGE;
   b->my_flag = (volatile long *)b->bases[me];
-  access_begin(b->bases[me]);
-  memset(b->bases[me], 0, region);
-  access_end(b->bases[me]);
 
   kernel_init();
   void *local_base = NULL;
   if (me == ORIGIN) {
-    if (cfg->local_armci) {
-      local_base = ARMCI_Malloc_local((armci_size_t)max_size);
-      if (!local_base)
-        die("ARMCI_Malloc_local of %ld bytes failed", max_size);
-    } else if (posix_memalign(&local_base, PAGE, (size_t)max_size) != 0) {
+    if (cfg->local_armci)
+      local_base = bench_malloc_local((size_t)max_size);
+    else if (posix_memalign(&local_base, PAGE, (size_t)max_size) != 0)
       die("malloc of %ld bytes failed", max_size);
-    }
     b->local = local_base;
     memset(b->local, 0, (size_t)max_size);
-    bench_csv_open(cfg->csv_path, &table, cfg->reps);
   }
   ARMCI_Barrier();
   /* Calibrated with the target in the barrier, as the idle runs find it. */
@@ -515,18 +492,12 @@ int main(int argc, char **argv) {
     b->units_per_us = kernel_units_per_us(0.05);
   ARMCI_Barrier();
 
-  if (me == ORIGIN) {
-    printf("# overlap_bench impl=%s path=%s target=%s binding=%s reps=%d sample_ms=%.1f local=%s "
-           "kernel=%.1f units/us (%.2f Gflop/s)\n",
-           IMPL_NAME, transfer_path(), cfg->busy ? "busy" : "idle", bench_binding(), cfg->reps,
-           cfg->sample_s * 1e3, cfg->local_armci ? "ARMCI_Malloc_local" : "malloc",
-           b->units_per_us, kernel_flops(1) * b->units_per_us * 1e-3);
-    print_settings(stdout);
-    fflush(stdout);
-  }
-
   struct bench_run run;
-  bench_run_begin(&run);
+  bench_report_open(&run, cfg->csv_path, &table, cfg->reps,
+                    "path=%s target=%s binding=%s reps=%d sample_ms=%.1f local=%s kernel=%.1f units/us (%.2f Gflop/s)",
+                    transfer_path(), cfg->busy ? "busy" : "idle", bench_binding(), cfg->reps, cfg->sample_s * 1e3,
+                    cfg->local_armci ? "ARMCI_Malloc_local" : "malloc", b->units_per_us,
+                    kernel_flops(1) * b->units_per_us * 1e-3);
   bench_passes(cfg->reps, cfg->warmup, one_pass, b);
   if (me == TARGET && !cfg->busy && b->idle_wall > 0) {
     printf("target_idle_cpu: %.1f%% of %.3f s in ARMCI_Barrier while rank 0 timed (main thread CPU)\n",
@@ -535,11 +506,13 @@ int main(int argc, char **argv) {
   }
 
   if (me == ORIGIN) {
-    bench_run_print(&run, ", while timing %.2f", b->timed_wall > 0 ? b->timed_cpu / b->timed_wall : 0.0);
-    printf("# medians of %d samples; get: NbGet, compute, Wait; put: NbPut, compute, Wait, "
-           "Fence;\n# overlap_pct = 100 (t_comm + compute - t_total) / min(t_comm, compute), "
-           "clipped to 0..100\n",
-           cfg->reps);
+    char timing[48];
+    snprintf(timing, sizeof timing, ", while timing %.2f", b->timed_wall > 0 ? b->timed_cpu / b->timed_wall : 0.0);
+    bench_report_table(&run, timing, NULL,
+                       "# medians of %d samples; get: NbGet, compute, Wait; put: NbPut, compute, Wait, "
+                       "Fence;\n# overlap_pct = 100 (t_comm + compute - t_total) / min(t_comm, compute), "
+                       "clipped to 0..100\n",
+                       cfg->reps);
     print_tables(b);
     bench_csv_finish();
     printf("# kernel checksum %.6f\n", kernel_checksum());
@@ -550,8 +523,7 @@ int main(int argc, char **argv) {
       free(local_base);
   }
   ARMCI_Barrier();
-  ARMCI_Free(b->bases[me]);
-  free(b->bases);
+  bench_free_all(b->bases);
   bench_end();
   return 0;
 }

@@ -4,8 +4,8 @@
  * and of fetch-and-add on one location at rank 0 with every rank hammering it.
  *
  * One source, two builds (as contig_bench):
- *   libarmci:  gcc -O2 -I<src>/include rmw_bench.c -L<build>/.libs -larmci
- *   ARMCI-MPI: mpicc -O2 rmw_bench.c -larmci-openmpi
+ *   libarmci:  make builds benchmarks/rmw_bench
+ *   ARMCI-MPI: mpicc -O2 benchmarks/rmw_bench.c benchmarks/harness*.c -larmci-openmpi -lm
  * Same node vs. network for libarmci: ARMCI_SHM=1 (default; CPU atomics when
  * all ranks share a node) or ARMCI_SHM=0 (every Rmw through the network layer).
  *
@@ -199,9 +199,6 @@ static const char about[] =
     "lock/unlock and fetch-and-add throughput with every rank on one location at rank 0.";
 
 int main(int argc, char **argv) {
-  bench_start(&argc, &argv, "rmw_bench");
-  np = armci_msg_nproc();
-
   int reps = 9, quick = 0, reps_given = 0, time_given = 0, n_given = 0;
   double sample_s = 0.005;
   long n = 2000;
@@ -215,38 +212,30 @@ int main(int argc, char **argv) {
       {'q', "quick", OPT_FLAG, &quick, 0, 0, NULL, "quick run", NULL, NULL, 0, NULL},
       BENCH_OPT_CSV('c', &csv_path),
       BENCH_OPT_END};
-  bench_parse(argc, argv, opts, about);
+  bench_begin(&argc, &argv, "rmw_bench", opts, about, 2);
+  np = armci_msg_nproc();
   if (quick) {
     reps = reps_given ? reps : 3;
     sample_s = time_given ? sample_s : 0.002;
     n = n_given ? n : 500;
   }
-  bench_need_procs(2);
 
-  words = malloc(sizeof(long *) * (size_t)np);
-  if (ARMCI_Malloc((void **)words, (armci_size_t)(NWORDS * sizeof(long)))) die("ARMCI_Malloc failed");
-  access_begin(words[me]);
-  memset(words[me], 0, NWORDS * sizeof(long));
-  access_end(words[me]);
+  words = (long **)bench_malloc_all(NWORDS * sizeof(long), 1);
   ARMCI_Create_mutexes(1);
   ARMCI_Barrier();
 
   const char *mode = atomics_mode();
-  bench_csv_open(csv_path, &table, reps);
-
   struct bench_run run;
-  bench_run_begin(&run);
+  bench_report_open(&run, csv_path, &table, reps, "mode=%s np=%d binding=%s reps=%d sample_ms=%g n=%ld", mode, np,
+                    bench_binding(), reps, sample_s * 1e3, n);
   for (int op = 0; op < NOPS; op++) {
     latency((enum op)op, 0, reps, sample_s);
     latency((enum op)op, 1, reps, sample_s);
   }
   contended(OP_LOCK_UNLOCK, reps, n);
   contended(OP_FADD_LONG, reps, n);
-  if (me == 0) {
-    printf("# rmw_bench impl=%s mode=%s np=%d binding=%s reps=%d sample_ms=%g n=%ld\n", IMPL_NAME, mode, np,
-           bench_binding(), reps, sample_s * 1e3, n);
+  if (me == 0)
     bench_run_print(&run, NULL);
-  }
   verify(reps, n);
 
   if (me == 0) {
@@ -259,7 +248,7 @@ int main(int argc, char **argv) {
   }
   ARMCI_Barrier();
   ARMCI_Destroy_mutexes();
-  ARMCI_Free(words[me]);
+  bench_free_all((void **)words);
   bench_end();
   return 0;
 }

@@ -13,7 +13,7 @@
  *
  * One source, two builds (as contig_bench):
  *   libarmci:  make builds benchmarks/strided_bench
- *   ARMCI-MPI: mpicc -O2 benchmarks/strided_bench.c -larmci-openmpi
+ *   ARMCI-MPI: mpicc -O2 benchmarks/strided_bench.c benchmarks/harness*.c -larmci-openmpi -lm
  * Options: -r REPS (default 7), -t TOTAL bytes (default 1M), -p LIST piece
  * sizes (comma list, K/M suffixes; default 8,32,128,...,32K), -b busy target,
  * -s MS shortest sample (default 1), -T SECONDS most a busy target computes
@@ -108,9 +108,7 @@ static void check(enum kind k, char *local, char *remote, char *scratch, char *b
       expect("strided put wrote into a gap", piece, back, image, p * stride + piece, gap_end);
     }
   }
-  /* restore rank 1's bytes */
-  if (ARMCI_Put((void *)image, remote, (int)check_len, 1) != 0) die("restore put failed");
-  ARMCI_Fence(1);
+  restore_target(remote, image, check_len);
 }
 
 /* ------------------------------------------------------------ settings */
@@ -120,9 +118,7 @@ static const struct bench_col columns[] = {
     {"pieces", "pieces", COL_LONG, 8, 0, 0},
     {"time_us", "time_us_median", COL_DOUBLE, 12, 2, 3},
     {"MB/s", "bw_MBps_median", COL_DOUBLE, 12, 1, 1},
-    {"tgt_cpu", NULL, COL_STR, 8, 0, 0},
-    {NULL, "tgt_cpu_share", COL_DOUBLE, 0, 0, 3},
-    {NULL, "tgt_cpu_baseline", COL_DOUBLE, 0, 0, 3},
+    BUSY_COLUMNS,
 };
 static const struct bench_table table = BENCH_TABLE(columns);
 
@@ -130,20 +126,18 @@ static const char about[] =
     "Bandwidth of a 1-level strided ARMCI_GetS / ARMCI_PutS of TOTAL bytes from rank 0 to\n"
     "rank 1 by piece size, next to the contiguous transfer of the same bytes (the bound).";
 
-struct run_ctx {
-  enum kind k;
+/* The transfers of one piece size: measure_kinds's run. */
+struct layout {
   char *local, *remote;
   long piece, pieces;
 };
 
-static double run_n(void *ctx, long n) {
-  struct run_ctx *c = ctx;
-  return run(c->k, c->local, c->remote, c->piece, c->pieces, n);
+static double run_n(void *ctx, int k, long n) {
+  const struct layout *L = ctx;
+  return run((enum kind)k, L->local, L->remote, L->piece, L->pieces, n);
 }
 
 int main(int argc, char **argv) {
-  bench_start(&argc, &argv, "strided_bench");
-  int np = armci_msg_nproc();
   int reps = 7;
   double sample_s = 0.001;
   long total = 1L << 20;
@@ -162,8 +156,7 @@ int main(int argc, char **argv) {
       BUSY_TARGET_OPTS(&pc),
       BENCH_OPT_CSV('c', &csv_path),
       BENCH_OPT_END};
-  bench_parse(argc, argv, opts, about);
-  bench_need_procs(2);
+  bench_begin(&argc, &argv, "strided_bench", opts, about, 2);
   for (int s = 0; s < nsizes; s++)
     if (piece_sizes[s] > total) die("-p: piece size %ld is larger than TOTAL (%ld)", piece_sizes[s], total);
   if (nsizes == 0)
@@ -174,79 +167,49 @@ int main(int argc, char **argv) {
   for (int s = 1; s < nsizes; s++)
     if (piece_sizes[s] < min_piece) min_piece = piece_sizes[s];
   const long span = (total / min_piece) * (min_piece + SOURCE_GAP) + SOURCE_GAP + 4096;
-  void **bases = malloc(sizeof(void *) * (size_t)np);
-  if (!bases || ARMCI_Malloc(bases, span) != 0) die("ARMCI_Malloc of %ld bytes failed", span);
+  void **bases = bench_malloc_all((size_t)span, 0);
   phase_ctl_init(&pc);
-  char *local = ARMCI_Malloc_local(span);
-  char *scratch = ARMCI_Malloc_local(span);
-  char *back = ARMCI_Malloc_local(span);
-  char *image = ARMCI_Malloc_local(span); /* what rank 1's segment holds */
-  if (!local || !scratch || !back || !image) die("out of memory");
+  char *local = bench_malloc_local((size_t)span);
+  char *scratch = bench_malloc_local((size_t)span);
+  char *back = bench_malloc_local((size_t)span);
+  char *image = bench_malloc_local((size_t)span); /* what rank 1's segment holds */
   for (long i = 0; i < span; i++) image[i] = (char)(i * 7 + 3);
   memcpy(local, image, (size_t)span);
-  if (me == 1) {
-    access_begin(bases[1]);
-    memcpy(bases[1], image, (size_t)span);
-    access_end(bases[1]);
-  }
-  ARMCI_Barrier();
+  target_holds(bases, image, (size_t)span);
 
   const double baseline = busy_baseline(&pc);
   const char *target = pc.busy ? "busy" : "idle";
   const char *protocol = strided_protocol(), *path = transfer_path();
   struct bench_run run_clock;
-  bench_run_begin(&run_clock);
-  if (me == 0) {
-    bench_csv_open(csv_path, &table, reps);
-    printf("# strided_bench impl=%s path=%s protocol=%s target=%s total=%ld reps=%d sample=%.1fms np=%d "
-           "binding=%s (medians; MB/s = 1e6 B/s)\n",
-           IMPL_NAME, path, protocol, target, total, reps, sample_s * 1e3, np, bench_binding());
-    print_busy_header(&pc, baseline);
-    bench_table_header(&table);
-  }
+  bench_report_open(&run_clock, csv_path, &table, reps,
+                    "path=%s protocol=%s target=%s total=%ld reps=%d sample=%.1fms np=%d binding=%s (medians; MB/s = "
+                    "1e6 B/s)",
+                    path, protocol, target, total, reps, sample_s * 1e3, armci_msg_nproc(), bench_binding());
+  print_busy_header(&pc, baseline, &table);
 
-  /* One phase per piece size. Within it the four kinds are calibrated, then
-   * each of the -r passes takes one sample of every kind, so a burst of other
-   * load spoils one sample of each kind (dropped by the median) rather than
-   * every sample of one, and a kind and its contiguous bound are measured
-   * under the same conditions. */
+  /* One phase per piece size: its four kinds measured in turn, then checked. */
   for (int s = 0; s < nsizes; s++) {
-    const long piece = piece_sizes[s], pieces = total / piece, moved = piece * pieces;
+    struct layout L = {local, bases[1], piece_sizes[s], total / piece_sizes[s]};
+    const long moved = L.piece * L.pieces;
     double results[NKINDS];
     phase_begin(&pc);
     if (me == 0) {
-      long iters[NKINDS];
-      double samples[NKINDS][BENCH_MAX_REPS];
-      const struct bench_calibration cal = {sample_s, 1.0, 0, 0, 1, 1L << 20};
-      for (int k = 0; k < NKINDS; k++) {
-        struct run_ctx ctx = {(enum kind)k, local, bases[1], piece, pieces};
-        iters[k] = bench_calibrate(&cal, run_n, &ctx);
-      }
-      for (int r = 0; r < reps; r++)
-        for (int k = 0; k < NKINDS; k++)
-          samples[k][r] = run((enum kind)k, local, bases[1], piece, pieces, iters[k]) / (double)iters[k];
-      for (int k = 0; k < NKINDS; k++) {
-        check((enum kind)k, local, bases[1], scratch, back, image, piece, pieces, span);
-        results[k] = bench_median(samples[k], reps);
-      }
+      measure_kinds(NKINDS, reps, sample_s, run_n, &L, results);
+      for (int k = 0; k < NKINDS; k++)
+        check((enum kind)k, local, bases[1], scratch, back, image, L.piece, L.pieces, span);
     }
     phase_end(&pc);
     if (me == 0) {
-      char share_txt[32] = "-";
-      if (pc.busy) snprintf(share_txt, sizeof share_txt, "%.2f%s", pc.tgt_share, pc.tgt_timed_out ? "!" : "");
+      const struct busy_cells bc = busy_cells(&pc, baseline);
       for (int k = 0; k < NKINDS; k++)
-        bench_row(&table, kind_names[k], path, protocol, target, piece, pieces, results[k] * 1e6,
-                  (double)moved / results[k] / 1e6, share_txt, pc.busy ? pc.tgt_share : NAN,
-                  pc.busy ? baseline : NAN);
+        bench_row(&table, kind_names[k], path, protocol, target, L.piece, L.pieces, results[k] * 1e6,
+                  (double)moved / results[k] / 1e6, bc.text, bc.share, bc.baseline);
       fflush(stdout);
     }
   }
   if (me == 0) {
     bench_run_print(&run_clock, NULL);
-    if (pc.busy)
-      printf("# tgt_cpu: share of the phase (all four kinds of one piece size) rank 1 spent in compute blocks, "
-             "at their idle speed (1.00: nothing taken from it)%s\n",
-             pc.any_timed_out ? "; '!': the target gave up waiting for the stop word (-T)" : "");
+    print_busy_note(&pc, "all four kinds of one piece size");
     printf("# all transfers checked (strided: pieces and gaps)\n");
     bench_csv_finish();
   }
@@ -255,9 +218,5 @@ int main(int argc, char **argv) {
   ARMCI_Free_local(back);
   ARMCI_Free_local(scratch);
   ARMCI_Free_local(local);
-  phase_ctl_free(&pc);
-  ARMCI_Free(bases[me]);
-  free(bases);
-  bench_end();
-  return pc.any_timed_out ? 4 : 0;
+  return phases_end(&pc, bases);
 }

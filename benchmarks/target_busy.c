@@ -17,7 +17,7 @@
  *
  * One source, two builds (as contig_bench):
  *   libarmci:  make builds benchmarks/target_busy
- *   ARMCI-MPI: mpicc -O2 benchmarks/target_busy.c -larmci-openmpi
+ *   ARMCI-MPI: mpicc -O2 benchmarks/target_busy.c benchmarks/harness*.c -larmci-openmpi -lm
  * See benchmarks/README.md.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -96,17 +96,10 @@ static double run_ops(struct bench *b, enum op op, int bytes, long iters, double
     for (i = 0; i < iters; i += w) {
       if (i > 0 && now() - t0 > max_seconds)
         break;
-      for (int k = 0; k < w; k++) {
-        ARMCI_INIT_HANDLE(&b->handles[k]);
-        if (op == OP_NBGET)
-          BENCH_CHECK(ARMCI_NbGet(b->remote, b->local, bytes, TARGET, &b->handles[k]),
-                      "ARMCI_NbGet of %d bytes", bytes);
-        else
-          BENCH_CHECK(ARMCI_NbPut(b->local, b->remote, bytes, TARGET, &b->handles[k]),
-                      "ARMCI_NbPut of %d bytes", bytes);
-      }
-      for (int k = 0; k < w; k++)
-        BENCH_CHECK(ARMCI_Wait(&b->handles[k]), "ARMCI_Wait of %d bytes", bytes);
+      if (op == OP_NBGET)
+        bench_nb_window(ARMCI_NbGet, "ARMCI_NbGet", b->remote, b->local, bytes, TARGET, b->handles, w);
+      else
+        bench_nb_window(ARMCI_NbPut, "ARMCI_NbPut", b->local, b->remote, bytes, TARGET, b->handles, w);
     }
     if (op == OP_NBPUT)
       ARMCI_Fence(TARGET);
@@ -258,16 +251,10 @@ static const char about[] =
     "Bandwidth of get/put from rank 0 with rank 1 idle in ARMCI_Barrier and busy in a\n"
     "compute loop without library calls; see benchmarks/README.md.";
 
-static void parse_args(int argc, char **argv, struct config *c) {
-  c->nsizes = 0;
+static void parse_args(int *argc, char ***argv, struct config *c) {
+  *c = (struct config){.reps = 7, .sample_s = 0.010, .window = 16, .timeout_s = 60};
   for (long s = 64L << 10; s <= 4L << 20; s *= 2)
     c->sizes[c->nsizes++] = s;
-  c->reps = 7;
-  c->warmup = 0;
-  c->sample_s = 0.010;
-  c->window = 16;
-  c->timeout_s = 60;
-  c->csv_path = NULL;
   const struct bench_opt opts[] = {
       BENCH_OPT_SIZES('s', c->sizes, &c->nsizes, 1, 1L << 30),
       BENCH_OPT_REPS('r', &c->reps, NULL),
@@ -278,54 +265,33 @@ static void parse_args(int argc, char **argv, struct config *c) {
       BENCH_OPT_TIMEOUT('T', &c->timeout_s),
       BENCH_OPT_CSV('c', &c->csv_path),
       BENCH_OPT_END};
-  bench_parse(argc, argv, opts, about);
+  bench_begin(argc, argv, "target_busy", opts, about, 2);
 }
 
 int main(int argc, char **argv) {
-  bench_start(&argc, &argv, "target_busy");
-  const int nproc = armci_msg_nproc();
   static struct bench bench;
   struct bench *b = &bench;
-  parse_args(argc, argv, &b->cfg);
-  bench_need_procs(2);
+  parse_args(&argc, &argv, &b->cfg);
   const struct config *cfg = &b->cfg;
-  long max_size = 0;
-  for (int i = 0; i < cfg->nsizes; i++)
-    if (cfg->sizes[i] > max_size)
-      max_size = cfg->sizes[i];
+  const long max_size = bench_largest(cfg->sizes, cfg->nsizes);
 
   /* Each rank's region: the flag page, rank 1's results, then the data. */
-  const size_t region = (size_t)PAGE + STATS_BYTES + (size_t)max_size;
-  b->bases = calloc((size_t)nproc, sizeof *b->bases);
-  if (!b->bases)
-    die("out of memory");
-  if (ARMCI_Malloc(b->bases, (armci_size_t)region) != 0 || !b->bases[TARGET])
-    die("ARMCI_Malloc of %zu bytes failed", region);
+  b->bases = bench_malloc_all((size_t)PAGE + STATS_BYTES + (size_t)max_size, 1);
   b->remote_flag = b->bases[TARGET];
   b->remote_stats = (char *)b->bases[TARGET] + PAGE;
   b->remote = (unsigned char *)b->bases[TARGET] + PAGE + STATS_BYTES;
   b->my_flag = (volatile long *)b->bases[me];
   b->my_stats = (double *)((char *)b->bases[me] + PAGE);
   b->mine = (unsigned char *)b->bases[me] + PAGE + STATS_BYTES;
-  access_begin(b->bases[me]);
-  memset(b->bases[me], 0, region);
-  access_end(b->bases[me]);
   kernel_init();
-
   if (me == ORIGIN) {
-    b->local = ARMCI_Malloc_local((armci_size_t)max_size);
-    if (!b->local)
-      die("ARMCI_Malloc_local of %ld bytes failed", max_size);
+    b->local = bench_malloc_local((size_t)max_size);
     memset(b->local, 0, (size_t)max_size);
-    bench_csv_open(cfg->csv_path, &table, cfg->reps);
-    printf("# target_busy impl=%s path=%s binding=%s reps=%d sample_ms=%.1f window=%d\n", IMPL_NAME,
-           transfer_path(), bench_binding(), cfg->reps, cfg->sample_s * 1e3, cfg->window);
-    print_settings(stdout);
-    fflush(stdout);
   }
 
   struct bench_run run;
-  bench_run_begin(&run);
+  bench_report_open(&run, cfg->csv_path, &table, cfg->reps, "path=%s binding=%s reps=%d sample_ms=%.1f window=%d",
+                    transfer_path(), bench_binding(), cfg->reps, cfg->sample_s * 1e3, cfg->window);
   bench_passes(cfg->reps, cfg->warmup, one_pass, b);
 
   /* Rank 1's medians go to rank 0 through rank 1's memory. */
@@ -344,13 +310,14 @@ int main(int argc, char **argv) {
     BENCH_CHECK(ARMCI_Get(b->remote_stats, stats, (int)sizeof(double) * (ncells + 1), TARGET),
                 "ARMCI_Get of rank 1's results");
     const double ref = stats[ncells];
-    bench_run_print(&run, ", while timing: %.2f (target idle), %.2f (target busy)",
-                    b->timed_wall[IDLE] > 0 ? b->timed_cpu[IDLE] / b->timed_wall[IDLE] : 0.0,
-                    b->timed_wall[BUSY] > 0 ? b->timed_cpu[BUSY] / b->timed_wall[BUSY] : 0.0);
-    printf("# medians of %d samples; MB/s = 1e6 B/s; target_compute = rank 1's compute rate\n"
-           "# while busy as the target, over its rate with no transfers (%.1f units/us)\n\n",
-           cfg->reps, ref);
-    bench_table_header(&table);
+    char timing[96];
+    snprintf(timing, sizeof timing, ", while timing: %.2f (target idle), %.2f (target busy)",
+             b->timed_wall[IDLE] > 0 ? b->timed_cpu[IDLE] / b->timed_wall[IDLE] : 0.0,
+             b->timed_wall[BUSY] > 0 ? b->timed_cpu[BUSY] / b->timed_wall[BUSY] : 0.0);
+    bench_report_table(&run, timing, &table,
+                       "# medians of %d samples; MB/s = 1e6 B/s; target_compute = rank 1's compute rate\n"
+                       "# while busy as the target, over its rate with no transfers (%.1f units/us)\n\n",
+                       cfg->reps, ref);
     for (int op = 0; op < NOPS; op++)
       for (int si = 0; si < cfg->nsizes; si++) {
         const double bytes = (double)cfg->sizes[si];
@@ -367,8 +334,7 @@ int main(int argc, char **argv) {
   ARMCI_Barrier();
   if (me == TARGET && kernel_checksum() == 0)
     printf("# kernel checksum 0\n"); /* keeps the kernel's work observable */
-  ARMCI_Free(b->bases[me]);
-  free(b->bases);
+  bench_free_all(b->bases);
   bench_end();
   return 0;
 }

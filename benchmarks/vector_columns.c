@@ -25,7 +25,7 @@
  *
  * One source, two builds:
  *   libarmci:  make builds benchmarks/vector_columns
- *   ARMCI-MPI: mpicc -O2 benchmarks/vector_columns.c -larmci-openmpi
+ *   ARMCI-MPI: mpicc -O2 benchmarks/vector_columns.c benchmarks/harness*.c -larmci-openmpi -lm
  * Options: -m LIST, -C LIST, -r REPS (default 7), -s MS, -b, -T SECONDS (most
  * a busy target computes in one phase, default 120), -c FILE (CSV).
  */
@@ -134,8 +134,7 @@ static void check(enum kind k, struct layout *L, const int *image, int *scratch,
       if (written) want = -want;
       if (back[row * COLS + col] != want) bad(k, L, row, col, back[row * COLS + col], want);
     }
-  if (ARMCI_Put((void *)image, L->remote, (int)(words * (long)sizeof(int)), 1) != 0) die("restore put failed");
-  ARMCI_Fence(1);
+  restore_target(L->remote, image, words * (long)sizeof(int));
 }
 
 /* ------------------------------------------------------------ settings */
@@ -147,8 +146,7 @@ static const struct bench_col columns[] = {
     {"time_us", "time_us_median", COL_DOUBLE, 11, 2, 3},
     {"MB/s", "bw_MBps_median", COL_DOUBLE, 10, 1, 1},
     {"vs_contig", "vs_contig", COL_DOUBLE, 9, 3, 4},
-    {"tgt_cpu", "tgt_cpu_share", COL_DOUBLE, 8, 2, 3},
-    {NULL, "tgt_cpu_baseline", COL_DOUBLE, 0, 0, 3},
+    BUSY_COLUMNS,
 };
 static const struct bench_table table = BENCH_TABLE(columns);
 
@@ -156,20 +154,20 @@ static const char about[] =
     "Columns 0..C-1 of M rows of 4096 ints at rank 1 (a Global Arrays patch) to and from\n"
     "rank 0 as one strided, vector or contiguous transfer; see benchmarks/README.md.";
 
-struct run_ctx {
-  enum kind k;
+/* The transfers of one (M, C): measure_kinds's run. dense: the block's
+ * columns packed, as a get leaves them; flat: the array's first bytes, what
+ * the contiguous kinds move. */
+struct phase_data {
   struct layout *L;
-  char *local;
+  char *dense, *flat;
 };
 
-static double run_n(void *ctx, long n) {
-  struct run_ctx *c = ctx;
-  return run(c->k, c->L, c->local, n);
+static double run_n(void *ctx, int k, long n) {
+  const struct phase_data *d = ctx;
+  return run((enum kind)k, d->L, is_contig((enum kind)k) ? d->flat : d->dense, n);
 }
 
 int main(int argc, char **argv) {
-  bench_start(&argc, &argv, "vector_columns");
-  const int np = armci_msg_nproc();
   int reps = 7;
   double sample_s = 0.001;
   long rows_list[MAX_LIST] = {64, 128}, cols_list[MAX_LIST];
@@ -188,96 +186,64 @@ int main(int argc, char **argv) {
       BUSY_TARGET_OPTS(&pc),
       BENCH_OPT_CSV('c', &csv_path),
       BENCH_OPT_END};
-  bench_parse(argc, argv, opts, about);
-  bench_need_procs(2);
+  bench_begin(&argc, &argv, "vector_columns", opts, about, 2);
 
-  long max_rows = 0;
-  for (int i = 0; i < nrows; i++)
-    if (rows_list[i] > max_rows) max_rows = rows_list[i];
+  const long max_rows = bench_largest(rows_list, nrows);
   const long words = max_rows * COLS, array_bytes = words * (long)sizeof(int);
-
-  void **bases = malloc(sizeof(void *) * (size_t)np);
-  if (!bases || ARMCI_Malloc(bases, array_bytes) != 0) die("ARMCI_Malloc of %ld bytes failed", array_bytes);
+  void **bases = bench_malloc_all((size_t)array_bytes, 0);
   phase_ctl_init(&pc);
   /* +16 words: guards after a get's destination */
-  int *image = ARMCI_Malloc_local(array_bytes);
-  int *dense = ARMCI_Malloc_local(array_bytes + 64);
-  int *scratch = ARMCI_Malloc_local(array_bytes + 64);
-  int *back = ARMCI_Malloc_local(array_bytes);
-  int *flat = ARMCI_Malloc_local(array_bytes);
+  int *image = bench_malloc_local((size_t)array_bytes);
+  int *dense = bench_malloc_local((size_t)array_bytes + 64);
+  int *scratch = bench_malloc_local((size_t)array_bytes + 64);
+  int *back = bench_malloc_local((size_t)array_bytes);
+  int *flat = bench_malloc_local((size_t)array_bytes);
   void **ptrs = malloc(2 * sizeof(void *) * (size_t)max_rows);
-  if (!image || !dense || !scratch || !back || !flat || !ptrs) die("out of memory");
+  if (!ptrs) die("out of memory");
   for (long i = 0; i < words; i++) image[i] = value(i / COLS, i % COLS);
-  if (me == 1) {
-    access_begin(bases[1]);
-    memcpy(bases[1], image, (size_t)array_bytes);
-    access_end(bases[1]);
-  }
-  ARMCI_Barrier();
+  target_holds(bases, image, (size_t)array_bytes);
 
   const double baseline = busy_baseline(&pc);
   const char *target = pc.busy ? "busy" : "idle", *protocol = strided_protocol(), *path = transfer_path();
   struct bench_run run_clock;
-  bench_run_begin(&run_clock);
-  if (me == 0) {
-    bench_csv_open(csv_path, &table, reps);
-    printf("# vector_columns impl=%s path=%s protocol=%s target=%s reps=%d sample=%.1fms np=%d binding=%s; "
-           "array rows of %ld B (medians; MB/s = 1e6 B/s)\n",
-           IMPL_NAME, path, protocol, target, reps, sample_s * 1e3, np, bench_binding(), ROW_BYTES);
-    print_busy_header(&pc, baseline);
-    bench_table_header(&table);
-  }
+  bench_report_open(&run_clock, csv_path, &table, reps,
+                    "path=%s protocol=%s target=%s reps=%d sample=%.1fms np=%d binding=%s; array rows of %ld B "
+                    "(medians; MB/s = 1e6 B/s)",
+                    path, protocol, target, reps, sample_s * 1e3, armci_msg_nproc(), bench_binding(), ROW_BYTES);
+  print_busy_header(&pc, baseline, &table);
 
   for (int mi = 0; mi < nrows; mi++)
     for (int ci = 0; ci < ncols; ci++) {
       struct layout L = {bases[1], (int)rows_list[mi], (int)cols_list[ci], ptrs, ptrs + max_rows};
       const long M = L.rows, C = L.cols, bytes = M * C * (long)sizeof(int);
       double times[NKINDS];
-      /* dense: the block's columns packed, as a get leaves them */
       for (long r = 0; r < M; r++)
         for (long c = 0; c < C; c++) dense[r * C + c] = value(r, c);
-      /* the contiguous kinds move the array's first bytes: image */
       memcpy(flat, image, (size_t)bytes);
-      /* One phase per (M, C): the six kinds are calibrated, then each of the
-       * -r passes takes one sample of every kind (bursts of other load spoil
-       * one sample of each, and a kind is measured beside its bound). */
+      /* One phase per (M, C): its six kinds measured in turn, then checked. */
       phase_begin(&pc);
       if (me == 0) {
-        long iters[NKINDS];
-        double samples[NKINDS][BENCH_MAX_REPS];
-        const struct bench_calibration cal = {sample_s, 1.0, 0, 0, 1, 1L << 20};
-        for (int k = 0; k < NKINDS; k++) {
-          struct run_ctx ctx = {(enum kind)k, &L, is_contig((enum kind)k) ? (char *)flat : (char *)dense};
-          iters[k] = bench_calibrate(&cal, run_n, &ctx);
-        }
-        for (int r = 0; r < reps; r++)
-          for (int k = 0; k < NKINDS; k++) {
-            char *local = is_contig((enum kind)k) ? (char *)flat : (char *)dense;
-            samples[k][r] = run((enum kind)k, &L, local, iters[k]) / (double)iters[k];
-          }
-        for (int k = 0; k < NKINDS; k++) {
-          times[k] = bench_median(samples[k], reps);
+        struct phase_data d = {&L, (char *)dense, (char *)flat};
+        measure_kinds(NKINDS, reps, sample_s, run_n, &d, times);
+        for (int k = 0; k < NKINDS; k++)
           check((enum kind)k, &L, image, scratch, back);
-        }
       }
       phase_end(&pc);
       if (me == 0) {
+        const struct busy_cells bc = busy_cells(&pc, baseline);
         for (int k = 0; k < NKINDS; k++) {
           const double t = times[k], t_contig = times[is_put((enum kind)k) ? K_PUT_CONTIG : K_GET_CONTIG];
           bench_row(&table, kind_names[k], path, protocol, target, M, C, bytes, t * 1e6, (double)bytes / t / 1e6,
-                    t_contig / t, pc.busy ? pc.tgt_share : NAN, pc.busy ? baseline : NAN);
+                    t_contig / t, bc.text, bc.share, bc.baseline);
         }
         fflush(stdout);
       }
     }
 
   if (me == 0) {
-    bench_run_print(&run_clock, NULL);
-    printf("# vs_contig: MB/s over that of the contiguous Get/Put of the same bytes (the bound)\n");
-    if (pc.busy)
-      printf("# tgt_cpu: share of the phase (all six kinds of one M, C) rank 1 spent in compute blocks, at their "
-             "idle speed%s\n",
-             pc.any_timed_out ? "; THE TARGET GAVE UP WAITING FOR THE STOP WORD in some phase (-T)" : "");
+    bench_report_table(&run_clock, NULL, NULL,
+                       "# vs_contig: MB/s over that of the contiguous Get/Put of the same bytes (the bound)\n");
+    print_busy_note(&pc, "all six kinds of one M, C");
     printf("# all transfers checked\n");
     bench_csv_finish();
   }
@@ -288,9 +254,5 @@ int main(int argc, char **argv) {
   ARMCI_Free_local(scratch);
   ARMCI_Free_local(dense);
   ARMCI_Free_local(image);
-  phase_ctl_free(&pc);
-  ARMCI_Free(bases[me]);
-  free(bases);
-  bench_end();
-  return pc.any_timed_out ? 4 : 0;
+  return phases_end(&pc, bases);
 }

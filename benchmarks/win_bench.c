@@ -81,9 +81,8 @@ static double units_per_us;
 static unsigned char *payload; /* MAX_PUT bytes, its first long the value */
 enum impl { IMPL_ARMCI, IMPL_MPI, NIMPLS };
 
-static int reps = 9, warmup = 1;
-static double sample_s = 0.02;
-static const char *csv_path, *only_cells;
+static struct bench_pass_options opt = {.reps = 9, .warmup = 1, .sample_s = 0.02};
+static const char *only_cells;
 static int np, left, right;
 static int one_way; /* --one-way */
 
@@ -455,7 +454,7 @@ static void pass_fn(void *ctx, int pass) {
     open_epochs(c->op, 1);
     if (pass == 0) {
       check_cell(c);
-      struct bench_calibration cal = {sample_s, 0.25, 1, 1, 1, 1L << 22};
+      struct bench_calibration cal = {opt.sample_s, 0.25, 1, 1, 1, 1L << 22};
       c->iters = bench_calibrate(&cal, run_both, c) / 2;
       if (c->iters < 1) c->iters = 1;
       /* Each implementation computes for about its own epoch's time
@@ -499,18 +498,11 @@ static void pass_fn(void *ctx, int pass) {
 
 static const struct bench_col cols[] = {
     {"op", "op", COL_STR, -18, 0, 0},
-    {"armci us", "armci_us", COL_DOUBLE, 9, 3, 4},
-    {"(q1-q3)", NULL, COL_STR, -16, 0, 0},
-    {"mpi us", "mpi_us", COL_DOUBLE, 9, 3, 4},
-    {"(q1-q3)", NULL, COL_STR, -16, 0, 0},
-    {"mpi/armci", "mpi_over_armci", COL_DOUBLE, 10, 2, 3},
-    {NULL, "armci_q1_us", COL_DOUBLE, 0, 0, 4},
-    {NULL, "armci_q3_us", COL_DOUBLE, 0, 0, 4},
-    {NULL, "mpi_q1_us", COL_DOUBLE, 0, 0, 4},
-    {NULL, "mpi_q3_us", COL_DOUBLE, 0, 0, 4},
+    BENCH_COLS_OURS_VS_MPI(9, 3),
     {NULL, "armci_overlap_pct", COL_DOUBLE, 0, 0, 1},
     {NULL, "mpi_overlap_pct", COL_DOUBLE, 0, 0, 1},
 };
+static const struct bench_table table = BENCH_TABLE(cols);
 
 /* overlap_bench's figure from the medians: 100 (comm + compute - total) /
  * min(comm, compute), clipped to 0..100. */
@@ -520,24 +512,56 @@ static double overlap_pct(double comm, double comp, double total) {
   return ov < 0 ? 0 : ov > 100 ? 100 : ov;
 }
 
+/* Rank 0: ours and MPI's time per epoch, their quartiles, MPI over ours and,
+ * for the overlap cells, the overlap of each. */
+static void report_row(int k) {
+  const struct cell *c = &cells[k];
+  const struct bench_figure a = bench_figure(c->samples[IMPL_ARMCI], opt.reps, 1e6, 3),
+                            m = bench_figure(c->samples[IMPL_MPI], opt.reps, 1e6, 3);
+  double ova = NAN, ovm = NAN;
+  if (c->op == OP_OVERLAP) {
+    ova = overlap_pct(bench_median(c->comm[IMPL_ARMCI], opt.reps), bench_median(c->comp[IMPL_ARMCI], opt.reps),
+                      bench_median(c->samples[IMPL_ARMCI], opt.reps));
+    ovm = overlap_pct(bench_median(c->comm[IMPL_MPI], opt.reps), bench_median(c->comp[IMPL_MPI], opt.reps),
+                      bench_median(c->samples[IMPL_MPI], opt.reps));
+  }
+  bench_row(&table, c->name, a.median, a.spread, m.median, m.spread, m.median / a.median, a.q1, a.q3, m.q1, m.q3,
+            ova, ovm);
+}
+
+/* Rank 0: the overlap cells' parts, after the table. */
+static void print_overlap_cells(void) {
+  int header = 0;
+  for (int k = 0; k < ncells; k++) {
+    const struct cell *c = &cells[k];
+    if (c->op != OP_OVERLAP) continue;
+    if (!header++)
+      printf("\n# overlap cells: medians in us of the epoch alone (comm), the computation alone (compute) and\n"
+             "# both (total); overlap %% = 100 (comm + compute - total) / min(comm, compute), clipped to 0..100\n"
+             "%-14s %-6s %10s %10s %10s %9s\n", "op", "impl", "comm", "compute", "total", "overlap%");
+    for (int impl = 0; impl < NIMPLS; impl++) {
+      const double comm = bench_median(c->comm[impl], opt.reps), comp = bench_median(c->comp[impl], opt.reps),
+                   total = bench_median(c->samples[impl], opt.reps);
+      printf("%-14s %-6s %10.2f %10.2f %10.2f %9.1f\n", c->name, impl == IMPL_ARMCI ? "armci" : "mpi", 1e6 * comm,
+             1e6 * comp, 1e6 * total, overlap_pct(comm, comp, total));
+    }
+  }
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
-  bench_start(&argc, &argv, "win_bench");
   const struct bench_opt opts[] = {
-      BENCH_OPT_REPS('r', &reps, NULL),
-      BENCH_OPT_SAMPLE_MS('t', &sample_s, NULL),
-      BENCH_OPT_WARMUP(&warmup),
-      BENCH_OPT_CSV('c', &csv_path),
+      BENCH_OPTS_PASSES(&opt),
       {0, "cells", OPT_STRING, &only_cells, 0, 0, "PREFIXES",
        "run only the cells whose names start with one of these (comma list)", NULL, NULL, 0, NULL},
       {0, "one-way", OPT_FLAG, &one_way, 0, 0, NULL,
        "lock cells: only even ranks lock their right neighbour, as perftest's pairs", NULL, NULL, 0, NULL},
       BENCH_OPT_END,
   };
-  bench_parse(argc, argv, opts,
+  bench_begin(&argc, &argv, "win_bench", opts,
               "ARMCI_Win_* against MPI_Win_* (MPI_Win_allocate), alternating samples in one run;\n"
-              "time per epoch at rank 0 (median, quartiles), MPI over ours.");
-  bench_need_procs(2);
+              "time per epoch at rank 0 (median, quartiles), MPI over ours.",
+              2);
   MPI_Comm_size(MPI_COMM_WORLD, &np);
   left = (me + np - 1) % np;
   right = (me + 1) % np;
@@ -590,50 +614,15 @@ int main(int argc, char **argv) {
   for (size_t bytes = 64 << 10; bytes <= MAX_PUT; bytes *= 4) add_cell(OP_OVERLAP, bytes, 0);
   if (ncells == 0) die("--cells %s: no cell's name starts so", only_cells);
 
-  const struct bench_table table = BENCH_TABLE(cols);
-  if (me == 0) {
-    bench_csv_open(csv_path, &table, reps);
-    print_settings(stdout);
+  if (me == 0)
     for (int k = 0; k < ncells; k++)
       if (cells[k].op == OP_FENCE_NBR8)
         printf("# fence_nbr8: %d distinct neighbour%s (r+-1..r+-4 mod np %d, self excluded)%s\n", nnbrs,
                nnbrs == 1 ? "" : "s", np, nnbrs < 8 ? ": fewer than 8 at this np" : "");
-  }
-  struct bench_run run;
-  bench_run_begin(&run);
-  bench_passes(reps, warmup, pass_fn, NULL);
+  const struct bench_measurement m = {&table, &opt, pass_fn, ncells, report_row, NULL};
+  bench_measure(&m, NULL);
   if (me == 0) {
-    bench_run_print(&run, NULL);
-    bench_table_header(&table);
-    for (int k = 0; k < ncells; k++) {
-      const struct cell *c = &cells[k];
-      struct bench_stats a = bench_stats(c->samples[IMPL_ARMCI], reps), m = bench_stats(c->samples[IMPL_MPI], reps);
-      char qa[48], qm[48];
-      snprintf(qa, sizeof qa, "(%.3f-%.3f)", 1e6 * a.q1, 1e6 * a.q3);
-      snprintf(qm, sizeof qm, "(%.3f-%.3f)", 1e6 * m.q1, 1e6 * m.q3);
-      double ova = NAN, ovm = NAN;
-      if (c->op == OP_OVERLAP) {
-        ova = overlap_pct(bench_median(c->comm[IMPL_ARMCI], reps), bench_median(c->comp[IMPL_ARMCI], reps), a.median);
-        ovm = overlap_pct(bench_median(c->comm[IMPL_MPI], reps), bench_median(c->comp[IMPL_MPI], reps), m.median);
-      }
-      bench_row(&table, c->name, 1e6 * a.median, qa, 1e6 * m.median, qm, m.median / a.median, 1e6 * a.q1,
-                1e6 * a.q3, 1e6 * m.q1, 1e6 * m.q3, ova, ovm);
-    }
-    int header = 0;
-    for (int k = 0; k < ncells; k++) {
-      const struct cell *c = &cells[k];
-      if (c->op != OP_OVERLAP) continue;
-      if (!header++)
-        printf("\n# overlap cells: medians in us of the epoch alone (comm), the computation alone (compute) and\n"
-               "# both (total); overlap %% = 100 (comm + compute - total) / min(comm, compute), clipped to 0..100\n"
-               "%-14s %-6s %10s %10s %10s %9s\n", "op", "impl", "comm", "compute", "total", "overlap%");
-      for (int impl = 0; impl < NIMPLS; impl++) {
-        const double comm = bench_median(c->comm[impl], reps), comp = bench_median(c->comp[impl], reps),
-                     total = bench_median(c->samples[impl], reps);
-        printf("%-14s %-6s %10.2f %10.2f %10.2f %9.1f\n", c->name, impl == IMPL_ARMCI ? "armci" : "mpi", 1e6 * comm,
-               1e6 * comp, 1e6 * total, overlap_pct(comm, comp, total));
-      }
-    }
+    print_overlap_cells();
     bench_csv_finish();
   }
   BENCH_CHECK(ARMCI_Win_free(&awin), "ARMCI_Win_free");
