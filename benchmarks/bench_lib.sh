@@ -204,6 +204,25 @@ bench_plot() {
   "$py" "$script_dir/plot.py" -o "$out" "$@"
 }
 
+# nas_option OPTION VALUE: the options both NAS scripts take (-c classes,
+# -p process counts, -k kernels, -h); sets classes, nps or kernels. Returns
+# 1 for any other option, for the caller's own list. Every option but -h
+# takes a value, so a missing one is an error here, not a loop that never
+# ends.
+# shellcheck disable=SC2034  # classes, nps and kernels are for the caller
+nas_option() {
+  case $1 in
+    -h|--help) sed -n '2,/^set -/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+  esac
+  [ $# -ge 2 ] || { echo "$bench_me: option '$1' needs a value (see -h)" >&2; exit 2; }
+  case $1 in
+    -c) classes=$2 ;;
+    -p) nps=$2 ;;
+    -k) kernels=$2 ;;
+    *) return 1 ;;
+  esac
+}
+
 # nas_log_figures LOG: the NAS kernel's own figures in its output: sets t
 # (Time in seconds), mops (Mop/s total) and comm (Comm seconds, empty when
 # the run had no --timers).

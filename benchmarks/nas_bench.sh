@@ -35,16 +35,12 @@ me=$bench_me
 runs=${RUNS:-3}
 classes=A nps=1,2,4 kernels=mg,cg,cg_f nets=shm,ucx reuse=
 while [ $# -gt 0 ]; do
-  case $1 in
-    -c) classes=$2; shift ;;
-    -p) nps=$2; shift ;;
-    -k) kernels=$2; shift ;;
-    -n) nets=$2; shift ;;
-    -r) reuse=$2; shift ;;
-    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+  nas_option "$@" || case $1 in
+    -n) nets=$2 ;;
+    -r) reuse=$2 ;;
     *) echo "$me: unknown option '$1' (see -h)" >&2; exit 2 ;;
   esac
-  shift
+  shift 2
 done
 unset ARMCI_SHM ARMCI_VNODE_SIZE ARMCI_NETWORK
 

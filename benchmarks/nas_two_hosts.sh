@@ -76,16 +76,12 @@ fi
 # ------------------------------------------------------ on this machine
 classes=S,W nps=2,4 kernels=mg,cg variants=mpi,armci,armci-nb reuse=()
 while [ $# -gt 0 ]; do
-  case $1 in
-    -c) classes=$2; shift ;;
-    -p) nps=$2; shift ;;
-    -k) kernels=$2; shift ;;
-    -v) variants=$2; shift ;;
-    -r) reuse+=("$2"); shift ;;
-    -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+  nas_option "$@" || case $1 in
+    -v) variants=$2 ;;
+    -r) reuse+=("$2") ;;
     *) echo "$me: unknown option '$1' (see -h)" >&2; exit 2 ;;
   esac
-  shift
+  shift 2
 done
 out=${TWO_HOSTS_OUT:-$PWD/two-hosts}
 mkdir -p "$out" && out=$(cd "$out" && pwd)
