@@ -240,41 +240,39 @@ static inline void line_sums(const level_t *l, const double *x, int i3, int i2, 
   }
 }
 
-/* r = v - A u (NPB's resid; a[1] is 0, so the face term drops out). */
-static void resid_planes(const op_t *op, int lo, int hi) {
-  const level_t *l = op->out;
-  const double *u = op->src, *vv = op->rhs;
-  double *r = op->dst;
-  double u1[l->n1], u2[l->n1];
+/* One line of r = v - A u (NPB's resid; a[1] is 0, so the face term drops
+ * out), from u's line and its sums e, k. */
+static inline void resid_line(double *rc, const double *vc, const double *uc, const double *e,
+                              const double *k, int n) {
   const double a0 = a[0], a2 = a[2], a3 = a[3];
-  const int n = l->n1;
-  for (int i3 = lo; i3 <= hi; i3++)
-    for (int i2 = 1; i2 < l->n2 - 1; i2++) {
-      line_sums(l, u, i3, i2, u1, u2);
-      const double *uc = ROW(u, l, i3, i2, 0, 0), *vc = ROW(vv, l, i3, i2, 0, 0);
-      double *rc = ROW(r, l, i3, i2, 0, 0);
 #pragma omp simd
-      for (int i1 = 1; i1 < n - 1; i1++)
-        rc[i1] = vc[i1] - a0 * uc[i1] - a2 * (u2[i1] + u1[i1 - 1] + u1[i1 + 1]) - a3 * (u2[i1 - 1] + u2[i1 + 1]);
-    }
+  for (int i1 = 1; i1 < n - 1; i1++)
+    rc[i1] = vc[i1] - a0 * uc[i1] - a2 * (k[i1] + e[i1 - 1] + e[i1 + 1]) - a3 * (k[i1 - 1] + k[i1 + 1]);
 }
 
-/* u += S r (NPB's psinv, the smoother; c[3] is 0). */
-static void psinv_planes(const op_t *op, int lo, int hi) {
-  const level_t *l = op->out;
-  const double *r = op->src;
-  double *u = op->dst;
-  double r1[l->n1], r2[l->n1];
+/* One line of u += S r (NPB's psinv, the smoother; c[3] is 0), from r's
+ * line and its sums e, k. */
+static inline void psinv_line(double *uc, const double *rc, const double *e, const double *k, int n) {
   const double c0 = c[0], c1 = c[1], c2 = c[2];
+#pragma omp simd
+  for (int i1 = 1; i1 < n - 1; i1++)
+    uc[i1] += c0 * rc[i1] + c1 * (rc[i1 - 1] + rc[i1 + 1] + e[i1]) + c2 * (k[i1] + e[i1 - 1] + e[i1 + 1]);
+}
+
+/* The 27-point operators on planes lo..hi: resid when the op has a
+ * right-hand side (src is u), psinv otherwise (src is r). */
+static void stencil_planes(const op_t *op, int lo, int hi) {
+  const level_t *l = op->out;
+  const double *x = op->src;
+  double e[l->n1], k[l->n1];
   const int n = l->n1;
   for (int i3 = lo; i3 <= hi; i3++)
     for (int i2 = 1; i2 < l->n2 - 1; i2++) {
-      line_sums(l, r, i3, i2, r1, r2);
-      const double *rc = ROW(r, l, i3, i2, 0, 0);
-      double *uc = ROW(u, l, i3, i2, 0, 0);
-#pragma omp simd
-      for (int i1 = 1; i1 < n - 1; i1++)
-        uc[i1] += c0 * rc[i1] + c1 * (rc[i1 - 1] + rc[i1 + 1] + r1[i1]) + c2 * (r2[i1] + r1[i1 - 1] + r1[i1 + 1]);
+      line_sums(l, x, i3, i2, e, k);
+      const double *xc = ROW(x, l, i3, i2, 0, 0);
+      double *dc = ROW(op->dst, l, i3, i2, 0, 0);
+      if (op->rhs) resid_line(dc, ROW(op->rhs, l, i3, i2, 0, 0), xc, e, k, n);
+      else psinv_line(dc, xc, e, k, n);
     }
 }
 
@@ -361,12 +359,12 @@ static void interp(const level_t *cl, const double *z, const level_t *f, double 
 }
 
 static void resid(level_t *l, double *u, double *vv, double *r, void **rbases) {
-  op_t op = {resid_planes, "resid", l, l, r, u, vv, rbases, 1, l->L, 2, l->L - 1};
+  op_t op = {stencil_planes, "resid", l, l, r, u, vv, rbases, 1, l->L, 2, l->L - 1};
   apply(&op);
 }
 
 static void psinv(level_t *l, double *r, double *u, void **ubases) {
-  op_t op = {psinv_planes, "psinv", l, l, u, r, NULL, ubases, 1, l->L, 2, l->L - 1};
+  op_t op = {stencil_planes, "psinv", l, l, u, r, NULL, ubases, 1, l->L, 2, l->L - 1};
   apply(&op);
 }
 
@@ -387,8 +385,8 @@ static void ghosts_start(const level_t *l, double *x, void **bases) {
  * comes out as the two separate sweeps make it. */
 static void resid_psinv(level_t *l, double *rhs) {
   const int L = l->L;
-  const op_t res = {resid_planes, "resid", l, l, l->r, l->u, rhs, l->rbases, 1, L, 2, L - 1};
-  const op_t smooth = {psinv_planes, "psinv", l, l, l->u, l->r, NULL, l->ubases, 1, L, 2, L - 1};
+  const op_t res = {stencil_planes, "resid", l, l, l->r, l->u, rhs, l->rbases, 1, L, 2, L - 1};
+  const op_t smooth = {stencil_planes, "psinv", l, l, l->u, l->r, NULL, l->ubases, 1, L, 2, L - 1};
   /* u's ghosts must be in place; putting r's planes needs the neighbours
    * past their last read of r's ghosts: both hold once the pending
    * exchange finished. */
