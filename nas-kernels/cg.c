@@ -166,46 +166,49 @@ static csr_t makea(int n, int nonzer, double shift, int firstrow, int lastrow) {
   return m;
 }
 
-/* Puts each row's entries in the columns [c0, c1) first (order otherwise
- * kept); mid[r] is where row r's other columns start. */
-static void own_columns_first(csr_t *m, int c0, int c1, int *mid) {
-  int longest = 0;
-  for (int r = 0; r < m->nrows; r++)
-    if (m->rowstr[r + 1] - m->rowstr[r] > longest) longest = m->rowstr[r + 1] - m->rowstr[r];
-  int *col = malloc(sizeof(int) * ((size_t)longest + 1));
-  double *val = malloc(sizeof(double) * ((size_t)longest + 1));
-  for (int r = 0; r < m->nrows; r++) {
-    int n = 0;
-    for (int pass = 0; pass < 2; pass++) {
-      if (pass == 1) mid[r] = m->rowstr[r] + n;
-      for (int k = m->rowstr[r]; k < m->rowstr[r + 1]; k++) {
-        const int inside = m->colidx[k] >= c0 && m->colidx[k] < c1;
-        if (inside != (pass == 0)) continue;
-        col[n] = m->colidx[k];
-        val[n++] = m->a[k];
-      }
-    }
-    memcpy(m->colidx + m->rowstr[r], col, sizeof(int) * (size_t)n);
-    memcpy(m->a + m->rowstr[r], val, sizeof(double) * (size_t)n);
+/* The columns of m inside [c0, c1) and the others, as two matrices of the
+ * same rows, entry order kept. Two separate matrices, not one with a split
+ * point per row: each product then streams one array. */
+static void split_columns(const csr_t *m, int c0, int c1, csr_t *inside, csr_t *outside) {
+  csr_t *parts[2] = {inside, outside};
+  for (int p = 0; p < 2; p++) {
+    parts[p]->nrows = m->nrows;
+    parts[p]->rowstr = malloc(sizeof(int) * ((size_t)m->nrows + 1));
+    parts[p]->colidx = malloc(sizeof(int) * ((size_t)m->rowstr[m->nrows] + 1));
+    parts[p]->a = malloc(sizeof(double) * ((size_t)m->rowstr[m->nrows] + 1));
+    parts[p]->rowstr[0] = 0;
   }
-  free(col);
-  free(val);
+  int n[2] = {0, 0};
+  for (int r = 0; r < m->nrows; r++) {
+    for (int k = m->rowstr[r]; k < m->rowstr[r + 1]; k++) {
+      const int p = (m->colidx[k] >= c0 && m->colidx[k] < c1) ? 0 : 1;
+      parts[p]->colidx[n[p]] = m->colidx[k];
+      parts[p]->a[n[p]] = m->a[k];
+      n[p]++;
+    }
+    inside->rowstr[r + 1] = n[0];
+    outside->rowstr[r + 1] = n[1];
+  }
 }
 
-/* Rows [r0, r1) of y = m x (add = 0) or y += m x (add = 1), row r taking
- * its entries [from[r], to[r]); x is indexed by global column. Four
- * partial sums per row: one sum would make every entry wait for the
- * previous addition's latency (a row has tens of entries, the matrix sits
- * in cache), four keep the adder busy. The order of the additions changes
- * within rounding, which CG's verification tolerates. */
-static void spmv_rows(const csr_t *m, const int *from, const int *to, const double *x, double *y, int add, int r0,
-                      int r1) {
+static void csr_free(csr_t *m) {
+  free(m->rowstr);
+  free(m->colidx);
+  free(m->a);
+}
+
+/* Rows [r0, r1) of y = m x (add = 0) or y += m x (add = 1); x is indexed by
+ * global column. Four partial sums per row: one sum would make every entry
+ * wait for the previous addition's latency (a row has tens of entries, the
+ * matrix sits in cache), four keep the adder busy. The order of the
+ * additions changes within rounding, which CG's verification tolerates. */
+static void spmv_rows(const csr_t *m, const double *x, double *y, int add, int r0, int r1) {
   const int *restrict col = m->colidx;
   const double *restrict a = m->a;
   for (int r = r0; r < r1; r++) {
     double s0 = add ? y[r] : 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
-    const int end = to[r];
-    int k = from[r];
+    const int end = m->rowstr[r + 1];
+    int k = m->rowstr[r];
     for (; k + 3 < end; k += 4) {
       s0 += a[k] * x[col[k]];
       s1 += a[k + 1] * x[col[k + 1]];
@@ -218,8 +221,9 @@ static void spmv_rows(const csr_t *m, const int *from, const int *to, const doub
 }
 
 typedef struct {
-  csr_t m;               /* this rank's rows, own columns first */
-  int *mid;              /* where each row's other columns start */
+  int split;             /* armci-nb on several ranks: own and other */
+  csr_t whole;           /* this rank's rows (when not split) */
+  csr_t own, other;      /* its own columns / the rest (when split) */
   int n, first, nrows;   /* global size, first row, rows here */
   long *offs, *lens;     /* every rank's row block */
   double *pfull;         /* the whole p (or z): this rank's block at first */
@@ -238,24 +242,23 @@ static double dot(const double *x, const double *y, int n) {
  * take each row in one pass, as NPB does. */
 static void matvec(cg_t *cg, double *y) {
   nas_allgather_start(cg->pfull, cg->pbases, cg->offs, cg->lens);
-  const int *rowstr = cg->m.rowstr;
   double t0 = nas_wtime();
-  if (nas.variant != NAS_ARMCI_NB || nas.np == 1) {
-    spmv_rows(&cg->m, rowstr, rowstr + 1, cg->pfull, y, 0, 0, cg->nrows);
+  if (!cg->split) {
+    spmv_rows(&cg->whole, cg->pfull, y, 0, 0, cg->nrows);
     nas_toc(nas_phase("spmv"), t0);
     return;
   }
   /* In pieces, so that the peers hear of this rank's part while it runs. */
   enum { PIECES = 8 };
   for (int i = 0; i < PIECES; i++) {
-    spmv_rows(&cg->m, rowstr, cg->mid, cg->pfull, y, 0, (int)((long)cg->nrows * i / PIECES),
+    spmv_rows(&cg->own, cg->pfull, y, 0, (int)((long)cg->nrows * i / PIECES),
               (int)((long)cg->nrows * (i + 1) / PIECES));
     nas_allgather_progress();
   }
   nas_toc(nas_phase("spmv own cols"), t0);
   nas_allgather_finish();
   t0 = nas_wtime();
-  spmv_rows(&cg->m, cg->mid, rowstr + 1, cg->pfull, y, 1, 0, cg->nrows);
+  spmv_rows(&cg->other, cg->pfull, y, 1, 0, cg->nrows);
   nas_toc(nas_phase("spmv other cols"), t0);
 }
 
@@ -316,9 +319,12 @@ int main(int argc, char **argv) {
 
   tran = 314159265.0;
   randlc(&tran, amult);
-  cg.m = makea(c.na, c.nonzer, c.shift, cg.first, cg.first + cg.nrows - 1);
-  cg.mid = malloc(sizeof(int) * (size_t)cg.nrows);
-  own_columns_first(&cg.m, cg.first, cg.first + cg.nrows, cg.mid);
+  cg.whole = makea(c.na, c.nonzer, c.shift, cg.first, cg.first + cg.nrows - 1);
+  cg.split = nas.variant == NAS_ARMCI_NB && nas.np > 1;
+  if (cg.split) {
+    split_columns(&cg.whole, cg.first, cg.first + cg.nrows, &cg.own, &cg.other);
+    csr_free(&cg.whole);
+  }
   cg.pfull = nas_alloc((size_t)c.na, &cg.pbases);
 
   const int nr = cg.nrows;
