@@ -167,7 +167,8 @@ static csr_t makea(int n, int nonzer, double shift, int firstrow, int lastrow) {
 }
 
 /* The columns of m inside [c0, c1) and the others, as two matrices of the
- * same rows, entry order kept. */
+ * same rows, entry order kept. Two separate matrices, not one with a split
+ * point per row: each product then streams one array. */
 static void split_columns(const csr_t *m, int c0, int c1, csr_t *inside, csr_t *outside) {
   csr_t *parts[2] = {inside, outside};
   for (int p = 0; p < 2; p++) {
@@ -190,20 +191,39 @@ static void split_columns(const csr_t *m, int c0, int c1, csr_t *inside, csr_t *
   }
 }
 
+static void csr_free(csr_t *m) {
+  free(m->rowstr);
+  free(m->colidx);
+  free(m->a);
+}
+
 /* Rows [r0, r1) of y = m x (add = 0) or y += m x (add = 1); x is indexed by
- * global column. */
+ * global column. Four partial sums per row: one sum would make every entry
+ * wait for the previous addition's latency (a row has tens of entries, the
+ * matrix sits in cache), four keep the adder busy. The order of the
+ * additions changes within rounding, which CG's verification tolerates. */
 static void spmv_rows(const csr_t *m, const double *x, double *y, int add, int r0, int r1) {
+  const int *restrict col = m->colidx;
+  const double *restrict a = m->a;
   for (int r = r0; r < r1; r++) {
-    double sum = add ? y[r] : 0.0;
-    for (int k = m->rowstr[r]; k < m->rowstr[r + 1]; k++) sum += m->a[k] * x[m->colidx[k]];
-    y[r] = sum;
+    double s0 = add ? y[r] : 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    const int end = m->rowstr[r + 1];
+    int k = m->rowstr[r];
+    for (; k + 3 < end; k += 4) {
+      s0 += a[k] * x[col[k]];
+      s1 += a[k + 1] * x[col[k + 1]];
+      s2 += a[k + 2] * x[col[k + 2]];
+      s3 += a[k + 3] * x[col[k + 3]];
+    }
+    for (; k < end; k++) s0 += a[k] * x[col[k]];
+    y[r] = (s0 + s1) + (s2 + s3);
   }
 }
 
-static void spmv(const csr_t *m, const double *x, double *y, int add) { spmv_rows(m, x, y, add, 0, m->nrows); }
-
 typedef struct {
-  csr_t own, other;      /* own columns / the rest */
+  int split;             /* armci-nb on several ranks: own and other */
+  csr_t whole;           /* this rank's rows (when not split) */
+  csr_t own, other;      /* its own columns / the rest (when split) */
   int n, first, nrows;   /* global size, first row, rows here */
   long *offs, *lens;     /* every rank's row block */
   double *pfull;         /* the whole p (or z): this rank's block at first */
@@ -216,21 +236,29 @@ static double dot(const double *x, const double *y, int n) {
   return s;
 }
 
-/* y = A v where v's local block is in cg->pfull at [first, first+nrows):
- * the allgather of v overlaps the product with the own-column block. */
+/* y = A v where v's local block is in cg->pfull at [first, first+nrows).
+ * armci-nb: the allgather of v overlaps the product with the own-column
+ * block. The other variants have v whole once the allgather started, and
+ * take each row in one pass, as NPB does. */
 static void matvec(cg_t *cg, double *y) {
   nas_allgather_start(cg->pfull, cg->pbases, cg->offs, cg->lens);
   double t0 = nas_wtime();
+  if (!cg->split) {
+    spmv_rows(&cg->whole, cg->pfull, y, 0, 0, cg->nrows);
+    nas_toc(nas_phase("spmv"), t0);
+    return;
+  }
   /* In pieces, so that the peers hear of this rank's part while it runs. */
   enum { PIECES = 8 };
   for (int i = 0; i < PIECES; i++) {
-    spmv_rows(&cg->own, cg->pfull, y, 0, (int)((long)cg->nrows * i / PIECES), (int)((long)cg->nrows * (i + 1) / PIECES));
+    spmv_rows(&cg->own, cg->pfull, y, 0, (int)((long)cg->nrows * i / PIECES),
+              (int)((long)cg->nrows * (i + 1) / PIECES));
     nas_allgather_progress();
   }
   nas_toc(nas_phase("spmv own cols"), t0);
   nas_allgather_finish();
   t0 = nas_wtime();
-  spmv(&cg->other, cg->pfull, y, 1);
+  spmv_rows(&cg->other, cg->pfull, y, 1, 0, cg->nrows);
   nas_toc(nas_phase("spmv other cols"), t0);
 }
 
@@ -291,11 +319,12 @@ int main(int argc, char **argv) {
 
   tran = 314159265.0;
   randlc(&tran, amult);
-  csr_t whole = makea(c.na, c.nonzer, c.shift, cg.first, cg.first + cg.nrows - 1);
-  split_columns(&whole, cg.first, cg.first + cg.nrows, &cg.own, &cg.other);
-  free(whole.rowstr);
-  free(whole.colidx);
-  free(whole.a);
+  cg.whole = makea(c.na, c.nonzer, c.shift, cg.first, cg.first + cg.nrows - 1);
+  cg.split = nas.variant == NAS_ARMCI_NB && nas.np > 1;
+  if (cg.split) {
+    split_columns(&cg.whole, cg.first, cg.first + cg.nrows, &cg.own, &cg.other);
+    csr_free(&cg.whole);
+  }
   cg.pfull = nas_alloc((size_t)c.na, &cg.pbases);
 
   const int nr = cg.nrows;

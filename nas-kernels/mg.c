@@ -240,84 +240,99 @@ static inline void line_sums(const level_t *l, const double *x, int i3, int i2, 
   }
 }
 
-/* r = v - A u (NPB's resid; a[1] is 0, so the face term drops out). */
-static void resid_planes(const op_t *op, int lo, int hi) {
-  const level_t *l = op->out;
-  const double *u = op->src, *vv = op->rhs;
-  double *r = op->dst;
-  double u1[l->n1], u2[l->n1];
+/* One line of r = v - A u (NPB's resid; a[1] is 0, so the face term drops
+ * out), from u's line and its sums e, k. */
+static inline void resid_line(double *rc, const double *vc, const double *uc, const double *e,
+                              const double *k, int n) {
   const double a0 = a[0], a2 = a[2], a3 = a[3];
-  const int n = l->n1;
-  for (int i3 = lo; i3 <= hi; i3++)
-    for (int i2 = 1; i2 < l->n2 - 1; i2++) {
-      line_sums(l, u, i3, i2, u1, u2);
-      const double *uc = ROW(u, l, i3, i2, 0, 0), *vc = ROW(vv, l, i3, i2, 0, 0);
-      double *rc = ROW(r, l, i3, i2, 0, 0);
 #pragma omp simd
-      for (int i1 = 1; i1 < n - 1; i1++)
-        rc[i1] = vc[i1] - a0 * uc[i1] - a2 * (u2[i1] + u1[i1 - 1] + u1[i1 + 1]) - a3 * (u2[i1 - 1] + u2[i1 + 1]);
-    }
+  for (int i1 = 1; i1 < n - 1; i1++)
+    rc[i1] = vc[i1] - a0 * uc[i1] - a2 * (k[i1] + e[i1 - 1] + e[i1 + 1]) - a3 * (k[i1 - 1] + k[i1 + 1]);
 }
 
-/* u += S r (NPB's psinv, the smoother; c[3] is 0). */
-static void psinv_planes(const op_t *op, int lo, int hi) {
-  const level_t *l = op->out;
-  const double *r = op->src;
-  double *u = op->dst;
-  double r1[l->n1], r2[l->n1];
+/* One line of u += S r (NPB's psinv, the smoother; c[3] is 0), from r's
+ * line and its sums e, k. */
+static inline void psinv_line(double *uc, const double *rc, const double *e, const double *k, int n) {
   const double c0 = c[0], c1 = c[1], c2 = c[2];
+#pragma omp simd
+  for (int i1 = 1; i1 < n - 1; i1++)
+    uc[i1] += c0 * rc[i1] + c1 * (rc[i1 - 1] + rc[i1 + 1] + e[i1]) + c2 * (k[i1] + e[i1 - 1] + e[i1 + 1]);
+}
+
+/* The 27-point operators on planes lo..hi: resid when the op has a
+ * right-hand side (src is u), psinv otherwise (src is r). */
+static void stencil_planes(const op_t *op, int lo, int hi) {
+  const level_t *l = op->out;
+  const double *x = op->src;
+  double e[l->n1], k[l->n1];
   const int n = l->n1;
   for (int i3 = lo; i3 <= hi; i3++)
     for (int i2 = 1; i2 < l->n2 - 1; i2++) {
-      line_sums(l, r, i3, i2, r1, r2);
-      const double *rc = ROW(r, l, i3, i2, 0, 0);
-      double *uc = ROW(u, l, i3, i2, 0, 0);
-#pragma omp simd
-      for (int i1 = 1; i1 < n - 1; i1++)
-        uc[i1] += c0 * rc[i1] + c1 * (rc[i1 - 1] + rc[i1 + 1] + r1[i1]) + c2 * (r2[i1] + r1[i1 - 1] + r1[i1 + 1]);
+      line_sums(l, x, i3, i2, e, k);
+      const double *xc = ROW(x, l, i3, i2, 0, 0);
+      double *dc = ROW(op->dst, l, i3, i2, 0, 0);
+      if (op->rhs) resid_line(dc, ROW(op->rhs, l, i3, i2, 0, 0), xc, e, k, n);
+      else psinv_line(dc, xc, e, k, n);
     }
 }
 
 /* Coarse s = P^T r (NPB's rprj3): coarse point j sits on fine point 2j;
- * x1/y1 hold the edge and corner sums of the fine points between two
- * coarse ones, each shared by two coarse points. */
+ * the fine line's edge and corner sums (line_sums) feed the coarse point
+ * on it and, at the odd fine points, the two coarse points beside. */
 static void rprj3_planes(const op_t *op, int lo, int hi) {
   const level_t *f = op->in, *cl = op->out;
   const double *r = op->src;
   double *s = op->dst;
-  double x1[f->n1], y1[f->n1];
+  double e[f->n1], k[f->n1];
   const int m = cl->n1;
   for (int j3 = lo; j3 <= hi; j3++) {
     const int i3 = 2 * (j3 + cl->z0) - f->z0;
     for (int j2 = 1; j2 < cl->n2 - 1; j2++) {
       const int i2 = 2 * j2;
-      const double *ym = ROW(r, f, i3, i2, 0, -1), *yp = ROW(r, f, i3, i2, 0, 1);
-      const double *zm = ROW(r, f, i3, i2, -1, 0), *zp = ROW(r, f, i3, i2, 1, 0);
-      const double *mm = ROW(r, f, i3, i2, -1, -1), *mp = ROW(r, f, i3, i2, -1, 1);
-      const double *pm = ROW(r, f, i3, i2, 1, -1), *pp = ROW(r, f, i3, i2, 1, 1);
+      line_sums(f, r, i3, i2, e, k);
       const double *rc = ROW(r, f, i3, i2, 0, 0);
       double *sc = ROW(s, cl, j3, j2, 0, 0);
 #pragma omp simd
-      for (int i1 = 1; i1 < 2 * m - 1; i1 += 2) {
-        x1[i1] = ym[i1] + yp[i1] + zm[i1] + zp[i1];
-        y1[i1] = mm[i1] + pm[i1] + mp[i1] + pp[i1];
-      }
-#pragma omp simd
       for (int j1 = 1; j1 < m - 1; j1++) {
         const int i1 = 2 * j1;
-        const double y2 = mm[i1] + pm[i1] + mp[i1] + pp[i1];
-        const double x2 = ym[i1] + yp[i1] + zm[i1] + zp[i1];
-        sc[j1] = 0.5 * rc[i1] + 0.25 * (rc[i1 - 1] + rc[i1 + 1] + x2) + 0.125 * (x1[i1 - 1] + x1[i1 + 1] + y2) +
-                 0.0625 * (y1[i1 - 1] + y1[i1 + 1]);
+        sc[j1] = 0.5 * rc[i1] + 0.25 * (rc[i1 - 1] + rc[i1 + 1] + e[i1]) + 0.125 * (e[i1 - 1] + e[i1 + 1] + k[i1]) +
+                 0.0625 * (k[i1 - 1] + k[i1 + 1]);
       }
     }
   }
 }
 
-/* u += P z (NPB's interp, trilinear): coarse point j feeds fine points 2j
- * and 2j+1. Fine ghost planes included: they come out equal to what the
- * neighbour computes for them, so no exchange follows. */
-static void interp(const level_t *cl, const double *z, const level_t *f, double *u) {
+/* One coarse line's contribution to the four fine lines u00 (the fine
+ * line on it), u01 (next y), u10 (next z), u11 (both): u += P z with
+ * add, u = P z without (every fine point is written once, so a level whose
+ * u starts from zero needs neither the zeroing pass nor the read of u).
+ * Inlined with a constant `add`, so each caller gets a loop without the
+ * test. */
+static inline __attribute__((always_inline)) void interp_lines(const double *z00, const double *z1, const double *z2,
+                                                               const double *z3, double *u00, double *u01,
+                                                               double *u10, double *u11, int m, int add) {
+#pragma omp simd
+  for (int k1 = 0; k1 < m - 1; k1++) {
+    const int i1 = 2 * k1;
+    const double p00 = z00[k1], q00 = 0.5 * (z00[k1 + 1] + z00[k1]);
+    const double p01 = 0.5 * z1[k1], q01 = 0.25 * (z1[k1] + z1[k1 + 1]);
+    const double p10 = 0.5 * z2[k1], q10 = 0.25 * (z2[k1] + z2[k1 + 1]);
+    const double p11 = 0.25 * z3[k1], q11 = 0.125 * (z3[k1] + z3[k1 + 1]);
+    u00[i1] = add ? u00[i1] + p00 : p00;
+    u00[i1 + 1] = add ? u00[i1 + 1] + q00 : q00;
+    u01[i1] = add ? u01[i1] + p01 : p01;
+    u01[i1 + 1] = add ? u01[i1 + 1] + q01 : q01;
+    u10[i1] = add ? u10[i1] + p10 : p10;
+    u10[i1 + 1] = add ? u10[i1 + 1] + q10 : q10;
+    u11[i1] = add ? u11[i1] + p11 : p11;
+    u11[i1 + 1] = add ? u11[i1 + 1] + q11 : q11;
+  }
+}
+
+/* u += P z (add) or u = P z (NPB's interp, trilinear): coarse point j
+ * feeds fine points 2j and 2j+1. Fine ghost planes included: they come out
+ * equal to what the neighbour computes for them, so no exchange follows. */
+static void interp(const level_t *cl, const double *z, const level_t *f, double *u, int add) {
   halo_finish();
   const double t0 = nas_wtime();
   double z1[cl->n1], z2[cl->n1], z3[cl->n1];
@@ -336,31 +351,59 @@ static void interp(const level_t *cl, const double *z, const level_t *f, double 
       const int i2 = 2 * k2;
       double *u00 = ROW(u, f, i3, i2, 0, 0), *u01 = ROW(u, f, i3, i2, 0, 1);
       double *u10 = ROW(u, f, i3, i2, 1, 0), *u11 = ROW(u, f, i3, i2, 1, 1);
-#pragma omp simd
-      for (int k1 = 0; k1 < m - 1; k1++) {
-        const int i1 = 2 * k1;
-        u00[i1] += z00[k1];
-        u00[i1 + 1] += 0.5 * (z00[k1 + 1] + z00[k1]);
-        u01[i1] += 0.5 * z1[k1];
-        u01[i1 + 1] += 0.25 * (z1[k1] + z1[k1 + 1]);
-        u10[i1] += 0.5 * z2[k1];
-        u10[i1 + 1] += 0.25 * (z2[k1] + z2[k1 + 1]);
-        u11[i1] += 0.25 * z3[k1];
-        u11[i1 + 1] += 0.125 * (z3[k1] + z3[k1 + 1]);
-      }
+      if (add) interp_lines(z00, z1, z2, z3, u00, u01, u10, u11, m, 1);
+      else interp_lines(z00, z1, z2, z3, u00, u01, u10, u11, m, 0);
     }
   }
   nas_toc(nas_phase("interp"), t0);
 }
 
 static void resid(level_t *l, double *u, double *vv, double *r, void **rbases) {
-  op_t op = {resid_planes, "resid", l, l, r, u, vv, rbases, 1, l->L, 2, l->L - 1};
+  op_t op = {stencil_planes, "resid", l, l, r, u, vv, rbases, 1, l->L, 2, l->L - 1};
   apply(&op);
 }
 
 static void psinv(level_t *l, double *r, double *u, void **ubases) {
-  op_t op = {psinv_planes, "psinv", l, l, u, r, NULL, ubases, 1, l->L, 2, l->L - 1};
+  op_t op = {stencil_planes, "psinv", l, l, u, r, NULL, ubases, 1, l->L, 2, l->L - 1};
   apply(&op);
+}
+
+/* Brings the z ghosts of a level's array up to date: the neighbours' planes
+ * (started here, finished by halo_finish) or the periodic wrap. */
+static void ghosts_start(const level_t *l, double *x, void **bases) {
+  if (l->distributed && nas.np > 1) halo_start(l, x, bases);
+  else wrap_z(l, x);
+}
+
+/* r = rhs - A u, then u += S r (NPB's resid and psinv on one level) in one
+ * sweep: smoothing plane j reads r on planes j-1..j+1, and the residual of
+ * plane j+1 is the last reader of the old u on plane j, so plane j is
+ * smoothed right after that residual, while those planes are in cache,
+ * rather than in a second sweep that reads r and u from memory again. The
+ * boundary planes of r go first and travel while the interior is computed;
+ * the two boundary planes of u are smoothed once they arrived. Every plane
+ * comes out as the two separate sweeps make it. */
+static void resid_psinv(level_t *l, double *rhs) {
+  const int L = l->L;
+  const op_t res = {stencil_planes, "resid", l, l, l->r, l->u, rhs, l->rbases, 1, L, 2, L - 1};
+  const op_t smooth = {stencil_planes, "psinv", l, l, l->u, l->r, NULL, l->ubases, 1, L, 2, L - 1};
+  /* u's ghosts must be in place; putting r's planes needs the neighbours
+   * past their last read of r's ghosts: both hold once the pending
+   * exchange finished. */
+  halo_finish();
+  run_planes(&res, 1, 1);
+  run_planes(&res, L, L);
+  ghosts_start(l, l->r, l->rbases);
+  for (int i3 = 2; i3 < L; i3++) {
+    run_planes(&res, i3, i3);
+    if (i3 > 2) run_planes(&smooth, i3 - 1, i3 - 1);
+  }
+  if (L > 2) run_planes(&smooth, L - 1, L - 1);
+  halo_finish();
+  run_planes(&smooth, 1, 1);
+  run_planes(&smooth, L, L);
+  ghosts_start(l, l->u, l->ubases);
+  if (nas.variant != NAS_ARMCI_NB) halo_finish();
 }
 
 static void rprj3(level_t *f, level_t *cl) {
@@ -380,14 +423,11 @@ static void mg3p(void) {
   zero(&lev[1], lev[1].u);
   psinv(&lev[1], lev[1].r, lev[1].u, lev[1].ubases);
   for (int k = 2; k < lt; k++) {
-    zero(&lev[k], lev[k].u);
-    interp(&lev[k - 1], lev[k - 1].u, &lev[k], lev[k].u);
-    resid(&lev[k], lev[k].u, lev[k].r, lev[k].r, lev[k].rbases);
-    psinv(&lev[k], lev[k].r, lev[k].u, lev[k].ubases);
+    interp(&lev[k - 1], lev[k - 1].u, &lev[k], lev[k].u, 0);
+    resid_psinv(&lev[k], lev[k].r);
   }
-  interp(&lev[lt - 1], lev[lt - 1].u, &lev[lt], lev[lt].u);
-  resid(&lev[lt], lev[lt].u, v, lev[lt].r, lev[lt].rbases);
-  psinv(&lev[lt], lev[lt].r, lev[lt].u, lev[lt].ubases);
+  interp(&lev[lt - 1], lev[lt - 1].u, &lev[lt], lev[lt].u, 1);
+  resid_psinv(&lev[lt], v);
 }
 
 /* L2 norm (over the whole grid) and max norm of the top level's interior. */
