@@ -248,6 +248,12 @@ struct bench_opt {
   {letter, "sizes", OPT_LIST, arr, lo, hi, "LIST",                                                 \
    "message sizes, comma list with K/M suffixes", NULL, countp,                                    \
    (int)(sizeof(arr) / sizeof((arr)[0])), NULL}
+/* The message sizes a benchmark runs, set by --sizes (BENCH_OPT_SIZE_LIST). */
+struct bench_sizes {
+  long bytes[32];
+  int count;
+};
+#define BENCH_OPT_SIZE_LIST(letter, list, lo, hi) BENCH_OPT_SIZES(letter, (list)->bytes, &(list)->count, lo, hi)
 /* A busy target that never sees the origin's stop word gives up after this. */
 #define BENCH_OPT_TIMEOUT(letter, ptr)                                                             \
   {letter, "timeout", OPT_DOUBLE, ptr, 1e-3, 1e6, "SECONDS",                                       \

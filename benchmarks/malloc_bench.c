@@ -29,8 +29,7 @@
 enum variant { V_WORLD, V_GROUP, V_FLOOR, NVARIANTS };
 static const char *variant_names[NVARIANTS] = {"malloc", "group", "floor"};
 
-static long sizes[16] = {4096, 65536, 1048576};
-static int nsizes = 3;
+static struct bench_sizes sizes = {{4096, 65536, 1048576}, 3};
 static struct bench_pass_options opt = {.reps = 9, .warmup = 1, .sample_s = 0.05};
 
 struct cell {
@@ -39,7 +38,7 @@ struct cell {
   long iters;
   double samples[BENCH_MAX_REPS];
 };
-static struct cell cells[NVARIANTS * 16];
+static struct cell cells[NVARIANTS * (int)(sizeof sizes.bytes / sizeof sizes.bytes[0])];
 static int ncells;
 static int nprocs;
 static ARMCI_Group everyone;
@@ -160,7 +159,7 @@ int main(int argc, char **argv) {
   int no_group = 0, no_floor = 0;
   const struct bench_opt opts[] = {
       BENCH_OPTS_PASSES(&opt),
-      BENCH_OPT_SIZES('s', sizes, &nsizes, 0, 1L << 30),
+      BENCH_OPT_SIZE_LIST('s', &sizes, 0, 1L << 30),
       {0, "no-group", OPT_FLAG, &no_group, 0, 0, NULL, "skip the ARMCI_Malloc_group rows", NULL, NULL, 0, NULL},
       {0, "no-floor", OPT_FLAG, &no_floor, 0, 0, NULL, "skip the floor rows (one bare shared segment)", NULL,
        NULL, 0, NULL},
@@ -175,10 +174,10 @@ int main(int argc, char **argv) {
   int all[nprocs];
   for (int r = 0; r < nprocs; r++) all[r] = r;
   ARMCI_Group_create(nprocs, all, &everyone);
-  for (int s = 0; s < nsizes; s++) {
-    cells[ncells++] = (struct cell){V_WORLD, sizes[s], 0, {0}};
-    if (!no_group) cells[ncells++] = (struct cell){V_GROUP, sizes[s], 0, {0}};
-    if (!no_floor && sizes[s] > 0) cells[ncells++] = (struct cell){V_FLOOR, sizes[s], 0, {0}};
+  for (int s = 0; s < sizes.count; s++) {
+    cells[ncells++] = (struct cell){V_WORLD, sizes.bytes[s], 0, {0}};
+    if (!no_group) cells[ncells++] = (struct cell){V_GROUP, sizes.bytes[s], 0, {0}};
+    if (!no_floor && sizes.bytes[s] > 0) cells[ncells++] = (struct cell){V_FLOOR, sizes.bytes[s], 0, {0}};
   }
   char path[64];
   snprintf(path, sizeof path, "; transfer path %s", transfer_path());

@@ -20,8 +20,7 @@ enum op { OP_BARRIER, OP_BCAST, OP_DGOP, NOPS };
 static const char *op_names[NOPS] = {"barrier", "bcast", "dgop"};
 enum impl { IMPL_ARMCI, IMPL_MPI, NIMPLS };
 
-static long sizes[32] = {8, 64, 512, 4096, 32768, 262144, 1048576};
-static int nsizes = 7;
+static struct bench_sizes sizes = {{8, 64, 512, 4096, 32768, 262144, 1048576}, 7};
 static struct bench_pass_options opt = {.reps = 9, .warmup = 1, .sample_s = 0.02};
 
 struct cell {
@@ -130,7 +129,7 @@ int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   const struct bench_opt opts[] = {
       BENCH_OPTS_PASSES(&opt),
-      BENCH_OPT_SIZES('s', sizes, &nsizes, 8, 1 << 26),
+      BENCH_OPT_SIZE_LIST('s', &sizes, 8, 1 << 26),
       BENCH_OPT_END,
   };
   bench_begin(&argc, &argv, "msg_bench", opts,
@@ -139,8 +138,8 @@ int main(int argc, char **argv) {
               2);
   long largest = 8;
   cells[ncells++] = (struct cell){OP_BARRIER, 0, 0, {{0}}};
-  for (int s = 0; s < nsizes; s++) {
-    const long bytes = sizes[s] / (long)sizeof(double) * (long)sizeof(double);
+  for (int s = 0; s < sizes.count; s++) {
+    const long bytes = sizes.bytes[s] / (long)sizeof(double) * (long)sizeof(double);
     if (bytes <= 0) continue;
     cells[ncells++] = (struct cell){OP_BCAST, bytes, 0, {{0}}};
     cells[ncells++] = (struct cell){OP_DGOP, bytes, 0, {{0}}};
