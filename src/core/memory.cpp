@@ -16,8 +16,7 @@
 namespace armci {
 
 std::uint64_t lock_acc_stripes(ControlBlock& control, std::uintptr_t target_address, std::size_t bytes) {
-  // Stripes by 4 KiB page of the target address, taken in ascending order so
-  // two Accs over overlapping ranges cannot deadlock.
+  // Stripes by 4 KiB page of the target address.
   const std::uintptr_t first = target_address >> 12;
   const std::uintptr_t last = (target_address + bytes - 1) >> 12;
   std::uint64_t stripes = 0;
@@ -27,18 +26,30 @@ std::uint64_t lock_acc_stripes(ControlBlock& control, std::uintptr_t target_addr
     for (std::uintptr_t page = first; page <= last; ++page)
       stripes |= std::uint64_t{1} << (page % ControlBlock::kAccStripes);
   }
-  for (std::uint64_t left = stripes; left != 0; left &= left - 1) {
-    auto& lock = control.acc_lock[__builtin_ctzll(left)];
-    Backoff backoff;
-    while (lock.load(std::memory_order_relaxed) != 0 || lock.exchange(1, std::memory_order_acquire) != 0)
+  // Free stripes are taken in ascending order, as many at a time as are free
+  // below the lowest held one, so two Accs over overlapping ranges cannot
+  // deadlock; uncontended, that is one compare-exchange for all of them (a
+  // lock per stripe cost a GA 2-D patch one exchange per page it spans).
+  std::atomic<std::uint64_t>& word = control.acc_stripes;
+  std::uint64_t seen = word.load(std::memory_order_relaxed);
+  Backoff backoff;
+  for (std::uint64_t held = 0; held != stripes;) {
+    const std::uint64_t want = stripes & ~held;
+    const std::uint64_t busy = want & seen;
+    const std::uint64_t take = busy == 0 ? want : want & ((busy & (~busy + 1)) - 1);
+    if (take == 0) {
       backoff.pause();
+      seen = word.load(std::memory_order_relaxed);
+    } else if (word.compare_exchange_weak(seen, seen | take, std::memory_order_acquire, std::memory_order_relaxed)) {
+      held |= take;
+      seen |= take;
+    }
   }
   return stripes;
 }
 
 void unlock_acc_stripes(ControlBlock& control, std::uint64_t stripes) {
-  for (std::uint64_t left = stripes; left != 0; left &= left - 1)
-    control.acc_lock[__builtin_ctzll(left)].store(0, std::memory_order_release);
+  control.acc_stripes.fetch_and(~stripes, std::memory_order_release);
 }
 
 void apply_acc_locked(ControlBlock& control, int datatype, const AccScale& scale, void* dst, const void* src,

@@ -42,10 +42,11 @@ struct ControlBlock {
   // Round k of the dissemination barrier: the epoch the round's partner
   // reached. One writer per word, so a plain store (or put) is enough.
   std::atomic<std::uint64_t> barrier[kBarrierRounds];
-  // Stripes of the target's memory (by 4 KiB page) that an Acc holds while
-  // it applies: the target's own message handler and node neighbours take
-  // the same locks, so Accs stay atomic per element whoever applies them.
-  std::atomic<std::uint32_t> acc_lock[kAccStripes];
+  // Stripes of the target's memory (by 4 KiB page), one bit each, that Accs
+  // hold while they apply: the target's own message handler and node
+  // neighbours take the same bits, so Accs stay atomic per element whoever
+  // applies them. One word, so an Acc takes all its stripes with one atomic.
+  std::atomic<std::uint64_t> acc_stripes;
 };
 
 // The Acc stripes covering a range, taken (returned as a mask) and given
