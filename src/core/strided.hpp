@@ -43,12 +43,9 @@ inline std::int64_t extent(const int* stride, const int* count, int levels) {
   return span;
 }
 
-// Checks a layout. `dst_stride` is the side whose pieces must not overlap
-// (the side written). count[0] == 0 is allowed and means nothing to do.
-// On success fills `shape`.
-// check() fills its result in place through find_problem(): returned
-// through a helper lambda, the 168-byte Problem was copied on every call, a
-// tenth of a 4 KiB put's time.
+// check()'s work: true and `p` filled when the layout is wrong. check()
+// returns its one Problem in place; returned through a helper lambda, the
+// 168-byte Problem was copied on every call, a tenth of a 4 KiB PutS.
 inline bool find_problem(const int* src_stride, const int* dst_stride, const int* count, int levels, Shape& shape,
                          Problem& p) {
   auto say = [&p](const char* argument, const char* fmt, auto... values) {
@@ -100,6 +97,9 @@ inline bool find_problem(const int* src_stride, const int* dst_stride, const int
   return false;
 }
 
+// Checks a layout. `dst_stride` is the side whose pieces must not overlap
+// (the side written). count[0] == 0 is allowed and means nothing to do.
+// On success fills `shape`.
 inline Problem check(const int* src_stride, const int* dst_stride, const int* count, int levels, Shape& shape) {
   Problem p;
   find_problem(src_stride, dst_stride, count, levels, shape, p);
