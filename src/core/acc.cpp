@@ -5,8 +5,6 @@
 namespace armci {
 
 std::uint64_t AccStripes::take(std::uintptr_t target_address, std::size_t bytes) {
-  // Taken in ascending order, so two Accs over overlapping ranges cannot
-  // deadlock.
   const std::uintptr_t first = target_address >> 12;
   const std::uintptr_t last = (target_address + bytes - 1) >> 12;
   std::uint64_t stripes = 0;
@@ -15,19 +13,28 @@ std::uint64_t AccStripes::take(std::uintptr_t target_address, std::size_t bytes)
   } else {
     for (std::uintptr_t page = first; page <= last; ++page) stripes |= std::uint64_t{1} << (page % kCount);
   }
-  for (std::uint64_t left = stripes; left != 0; left &= left - 1) {
-    auto& word = lock[__builtin_ctzll(left)];
-    Backoff backoff;
-    while (word.load(std::memory_order_relaxed) != 0 || word.exchange(1, std::memory_order_acquire) != 0)
+  // Free stripes are taken in ascending order, as many at a time as are free
+  // below the lowest busy one, so two Accs over overlapping ranges cannot
+  // deadlock; uncontended that is one compare-exchange for all of them (a
+  // lock per stripe cost a GA 2-D patch one exchange per page it spans).
+  std::uint64_t seen = held.load(std::memory_order_relaxed);
+  Backoff backoff;
+  for (std::uint64_t mine = 0; mine != stripes;) {
+    const std::uint64_t want = stripes & ~mine;
+    const std::uint64_t busy = want & seen;
+    const std::uint64_t now = busy == 0 ? want : want & ((busy & (~busy + 1)) - 1);
+    if (now == 0) {
       backoff.pause();
+      seen = held.load(std::memory_order_relaxed);
+    } else if (held.compare_exchange_weak(seen, seen | now, std::memory_order_acquire, std::memory_order_relaxed)) {
+      mine |= now;
+      seen |= now;
+    }
   }
   return stripes;
 }
 
-void AccStripes::give_back(std::uint64_t stripes) {
-  for (std::uint64_t left = stripes; left != 0; left &= left - 1)
-    lock[__builtin_ctzll(left)].store(0, std::memory_order_release);
-}
+void AccStripes::give_back(std::uint64_t stripes) { held.fetch_and(~stripes, std::memory_order_release); }
 
 void apply_acc_locked(AccStripes& stripes, int datatype, const AccScale& scale, void* dst, const void* src,
                       std::size_t bytes, std::uintptr_t target_address) {

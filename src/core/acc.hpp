@@ -67,17 +67,6 @@ inline AccScale make_acc_scale(int datatype, const void* scale) {
   return s;
 }
 
-// target_clones makes an ifunc resolver, and the dynamic loader runs it while
-// relocating, before ThreadSanitizer's runtime is set up: an instrumented
-// resolver crashes every program that holds a clone (the unit tests died at
-// start under scripts/sanitize.sh tsan). Under TSan the kernel is one plain
-// function.
-#if defined(__SANITIZE_THREAD__)
-#define ARMCI_ACC_CLONES
-#else
-#define ARMCI_ACC_CLONES gnu::target_clones("avx2", "default")
-#endif
-
 // The windows' ops are the collectives' combines (src/core/reduce.hpp).
 constexpr ElementType reduce_element_type(int type) {
   switch (type) {
@@ -101,74 +90,21 @@ constexpr ReduceOp reduce_op(AccOp op) {
   }
 }
 
-namespace detail {
-// Through memcpy so unaligned user buffers are fine; the compiler turns these
-// into plain (vector) loads and stores. The unit-scale case has its own loop
-// because it is the common one and needs no multiply.
-template <typename T>
-[[gnu::optimize("tree-vectorize"), ARMCI_ACC_CLONES]] void accumulate_typed(void* __restrict dst, const void* __restrict src,
-                                                          std::size_t count, const AccScale& scale) {
-  T factor;
-  std::memcpy(&factor, scale.bytes, sizeof(T));
-  auto* d = static_cast<unsigned char*>(dst);
-  auto* s = static_cast<const unsigned char*>(src);
-  if (factor == T(1)) {
-    for (std::size_t i = 0; i < count; ++i) {
-      T a, b;
-      std::memcpy(&a, d + i * sizeof(T), sizeof(T));
-      std::memcpy(&b, s + i * sizeof(T), sizeof(T));
-      a = wrapping_add(a, b);
-      std::memcpy(d + i * sizeof(T), &a, sizeof(T));
-    }
-  } else {
-    for (std::size_t i = 0; i < count; ++i) {
-      T a, b;
-      std::memcpy(&a, d + i * sizeof(T), sizeof(T));
-      std::memcpy(&b, s + i * sizeof(T), sizeof(T));
-      a = wrapping_add(a, wrapping_mul(factor, b));
-      std::memcpy(d + i * sizeof(T), &a, sizeof(T));
-    }
-  }
-}
-}  // namespace detail
+// One Acc kernel: dst += scale * src over `bytes` (whole elements of
+// datatype). A strided Acc looks its kernel up once and calls it per piece:
+// through accumulate() each of a GA 2-D patch's rows paid the type switch,
+// the division by the element size and the call through the PLT, as much
+// as the adding itself for rows of 192 B.
+using AccKernel = void (*)(int datatype, const AccScale& scale, void* dst, const void* src, std::size_t bytes);
+
+// The kernel of a known datatype (with its op), one vectorised loop per
+// type for SUM (src/core/acc_kernels.cpp).
+AccKernel acc_kernel(int datatype);
 
 // bytes must be a whole number of elements of a known type (the caller
 // checks, so the message can name the call).
-inline void accumulate(int datatype, const AccScale& scale, void* dst, const void* src,
-                       std::size_t bytes) {
-  const std::size_t count = bytes / acc_element_size(datatype);
-  if (acc_op(datatype) != AccOp::sum) {
-    const CombineFunction combine = combine_for(reduce_element_type(acc_base_type(datatype)), reduce_op(acc_op(datatype)));
-    // The collectives' kernels load whole elements, but an Acc message's
-    // payload can sit at a 4-byte offset (UCX's active messages; UBSan
-    // caught it) and a user's buffer anywhere: stage those through aligned
-    // buffers.
-    const std::size_t element = acc_element_size(datatype);
-    const std::size_t align = element < 8 ? element : 8;
-    if ((reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src)) % align == 0) {
-      combine(dst, src, count);
-      return;
-    }
-    constexpr std::size_t kStage = 4096;  // a multiple of every element size
-    alignas(16) unsigned char into[kStage], from[kStage];
-    for (std::size_t done = 0; done < bytes; done += kStage) {
-      const std::size_t n = bytes - done < kStage ? bytes - done : kStage;
-      std::memcpy(into, static_cast<unsigned char*>(dst) + done, n);
-      std::memcpy(from, static_cast<const unsigned char*>(src) + done, n);
-      combine(into, from, n / element);
-      std::memcpy(static_cast<unsigned char*>(dst) + done, into, n);
-    }
-    return;
-  }
-  switch (datatype) {
-    case kAccInt: detail::accumulate_typed<int>(dst, src, count, scale); break;
-    case kAccLong: detail::accumulate_typed<long>(dst, src, count, scale); break;
-    case kAccFloat: detail::accumulate_typed<float>(dst, src, count, scale); break;
-    case kAccDouble: detail::accumulate_typed<double>(dst, src, count, scale); break;
-    case kAccComplex: detail::accumulate_typed<std::complex<float>>(dst, src, count, scale); break;
-    case kAccDoubleComplex: detail::accumulate_typed<std::complex<double>>(dst, src, count, scale); break;
-    default: break;
-  }
+inline void accumulate(int datatype, const AccScale& scale, void* dst, const void* src, std::size_t bytes) {
+  acc_kernel(datatype)(datatype, scale, dst, src, bytes);
 }
 
 // The Acc locks a rank exposes to the others (in its control block):
@@ -176,9 +112,11 @@ inline void accumulate(int datatype, const AccScale& scale, void* dst, const voi
 // Acc applies. The target's own message handler and its node neighbours
 // take the same stripes, so Accs stay atomic per element whoever applies
 // them.
+// One bit per stripe, in one word, so an Acc takes all its stripes with one
+// atomic when none is held.
 struct AccStripes {
   static constexpr int kCount = 64;
-  std::atomic<std::uint32_t> lock[kCount];
+  std::atomic<std::uint64_t> held{0};
 
   // The stripes covering a range, taken (returned as a mask) and given
   // back: a strided Acc holds them once over its extent, not once per piece.

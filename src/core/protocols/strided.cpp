@@ -85,9 +85,10 @@ const Protocol shm_copy{
     }};
 
 // Acc to a node neighbour: the target's stripes over the layout's whole
-// extent are taken once and every piece is added through the mapping. Per
-// piece (a contiguous shm/locked Acc each) a GA 2-D patch of 142 rows paid
-// the region lookup and the locks 142 times.
+// extent are taken once and every piece is added through the mapping by the
+// type's kernel, looked up once. Per piece (a contiguous shm/locked Acc
+// each) a GA 2-D patch of 142 rows paid the region lookup and the locks 142
+// times.
 const Protocol shm_locked{
     "shm/locked",
     [](const Situation& s) -> std::optional<Offer> {
@@ -100,10 +101,13 @@ const Protocol shm_locked{
       std::byte* d = parts.memory.local_mapping(call.name, "dst_ptr", call.proc, l.dst, extent);
       if (d == nullptr) return start_pieces(parts, call, l);
       AccStripes& stripes = parts.memory.control(call.proc)->acc;
+      const int datatype = call.acc->datatype;
+      const AccScale& scale = call.acc->scale;
+      const AccKernel kernel = acc_kernel(datatype);
       const std::uint64_t held = stripes.take(reinterpret_cast<std::uintptr_t>(l.dst), extent);
       strided::for_each_piece(l.src_stride, l.dst_stride, l.count, l.levels,
                               [&](std::int64_t so, std::int64_t dso, std::size_t bytes) {
-                                accumulate(call.acc->datatype, call.acc->scale, d + dso, l.src + so, bytes);
+                                kernel(datatype, scale, d + dso, l.src + so, bytes);
                               });
       stripes.give_back(held);
     }};
