@@ -24,7 +24,15 @@ void WaitDeadline::check_slow() {
   if (now - since_ > std::chrono::seconds(seconds_)) expire_(context_);
 }
 
+void Backoff::pause_contended() {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(delay_ns_);
+  while (std::chrono::steady_clock::now() < until)
+    if (delay_ns_ >= kYieldFromNs) sched_yield();
+  if (delay_ns_ < kMaxDelayNs) delay_ns_ *= 2;
+}
+
 void Backoff::pause() {
+  if (delay_ns_ != 0) return pause_contended();
   // Oversubscribed (spin 0): the rank we wait for may be runnable on our very
   // core, and every poll round delays it; two rounds catch what is already
   // there, then the core goes to whoever has work.

@@ -28,7 +28,7 @@ class NetworkLocks final : public WindowLocks {
   }
   void acquire(const char* call, int rank, bool exclusive) override {
     const Sync::Word& w = words_[static_cast<std::size_t>(rank)];
-    Backoff backoff;
+    Backoff backoff = Backoff::contended();
     if (exclusive) {
       while (sync_.compare_swap64(call, w, 0, kWriter) != 0) pause(backoff);
     } else {
@@ -77,7 +77,7 @@ class CpuLocks final : public WindowLocks {
   void acquire(const char*, int rank, bool exclusive) override {
     const Target& l = targets_[static_cast<std::size_t>(rank)];
     std::atomic_ref<std::uint64_t> writer(*l.writer);
-    Backoff backoff;
+    Backoff backoff = Backoff::contended();
     if (!exclusive) {
       std::atomic_ref<std::uint64_t> mine(*l.mine);
       for (;;) {
@@ -246,7 +246,7 @@ class HybridLocks final : public WindowLocks {
   // Finding both words parked is a migration under way: after one flip of
   // the mode, wait before the next.
   struct Waits {
-    Backoff backoff;
+    Backoff backoff = Backoff::contended();
     int flips = 0;
   };
   void flip(Waits& w) {
