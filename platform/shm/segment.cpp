@@ -78,9 +78,8 @@ SharedSegment SharedSegment::create(const std::string& name, std::size_t bytes) 
     throw system_error("posix_fallocate", name);
   }
   // The owner populates (zeroes) its pages now: left to the first access,
-  // a neighbour's first get of a page it reads pays for clearing it, which
-  // made GA perf2's one-shot 2-D gets on a fresh array 3x slower than
-  // ARMCI-MPI's (ga_bench's first_us: 62 against 20 us at 161,312 B).
+  // a neighbour's first read of a fresh segment would pay for clearing
+  // each page inside its transfer.
   segment.address_ = map_descriptor(fd, segment.size_, name, MAP_POPULATE);
   close(std::exchange(segment.descriptor_, -1));  // the mapping keeps the memory
   return segment;

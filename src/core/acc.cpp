@@ -15,8 +15,7 @@ std::uint64_t AccStripes::take(std::uintptr_t target_address, std::size_t bytes)
   }
   // Free stripes are taken in ascending order, as many at a time as are free
   // below the lowest busy one, so two Accs over overlapping ranges cannot
-  // deadlock; uncontended that is one compare-exchange for all of them (a
-  // lock per stripe cost a GA 2-D patch one exchange per page it spans).
+  // deadlock; uncontended that is one compare-exchange for all of them.
   std::uint64_t seen = held.load(std::memory_order_relaxed);
   Backoff backoff;
   for (std::uint64_t mine = 0; mine != stripes;) {

@@ -91,10 +91,9 @@ constexpr ReduceOp reduce_op(AccOp op) {
 }
 
 // One Acc kernel: dst += scale * src over `bytes` (whole elements of
-// datatype). A strided Acc looks its kernel up once and calls it per piece:
-// through accumulate() each of a GA 2-D patch's rows paid the type switch,
-// the division by the element size and the call through the PLT, as much
-// as the adding itself for rows of 192 B.
+// datatype). A strided Acc looks its kernel up once and calls it per piece,
+// so short rows do not each pay the type dispatch, which for rows of a few
+// hundred bytes costs as much as the adding.
 using AccKernel = void (*)(int datatype, const AccScale& scale, void* dst, const void* src, std::size_t bytes);
 
 // The kernel of a known datatype (with its op), one vectorised loop per

@@ -36,7 +36,7 @@ class Backoff {
   // Retries of a word another rank holds (a window lock): each pause waits
   // twice as long as the last, from 250 ns to 256 us (yielding from 4 us),
   // so the contenders do not take the cache line from its holder at every
-  // retry, which cost contended lock/unlock pairs a third of their rate.
+  // retry.
   static Backoff contended() {
     Backoff b;
     b.delay_ns_ = kFirstDelayNs;

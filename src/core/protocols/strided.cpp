@@ -86,9 +86,8 @@ const Protocol shm_copy{
 
 // Acc to a node neighbour: the target's stripes over the layout's whole
 // extent are taken once and every piece is added through the mapping by the
-// type's kernel, looked up once. Per piece (a contiguous shm/locked Acc
-// each) a GA 2-D patch of 142 rows paid the region lookup and the locks 142
-// times.
+// type's kernel, looked up once, so a patch of many rows pays the region
+// lookup, the locks and the type dispatch once, not once per row.
 const Protocol shm_locked{
     "shm/locked",
     [](const Situation& s) -> std::optional<Offer> {
