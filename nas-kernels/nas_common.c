@@ -89,11 +89,7 @@ static void usage(const char *kernel, const char *why) {
   exit(2);
 }
 
-/* The ARMCI variants' scratch: reduction slots, two rounds deep so that a
- * rank one reduction ahead cannot overwrite values not yet read. */
-static double *reduce_slots;
-static void **reduce_bases;
-static int reduce_round;
+/* The ARMCI variants' allgather state. */
 static armci_hdl_t *gather_handles;
 static struct {
   int pending;
@@ -136,7 +132,6 @@ void nas_start(int argc, char **argv, const char *kernel, int max_np) {
     exit(2);
   }
   if (nas.variant != NAS_MPI) {
-    reduce_slots = nas_alloc((size_t)2 * nas.np * NAS_REDUCE_MAX, &reduce_bases);
     gather_handles = calloc((size_t)nas.np, sizeof *gather_handles);
     gather.told = calloc((size_t)nas.np, 1);
   }
@@ -147,7 +142,6 @@ void nas_finish(void) {
     MPI_Finalize();
     return;
   }
-  if (reduce_slots) nas_free(reduce_slots, reduce_bases);
   free(gather_handles);
   free(gather.told);
   ARMCI_Finalize();
@@ -216,21 +210,12 @@ static void reduce_mpi(double *v, int n, reduce_op_t op) {
   }
 }
 
-/* ARMCI: every rank puts its values into its slot at every other rank and
- * notifies; every rank then combines the slots in rank order. */
+/* ARMCI: the library's own all-reduce, as Global Arrays reduces (GA_Dgop is
+ * armci_msg_dgop): one message each way between two ranks, where a put of
+ * the values and a notification behind it are two, which costs more between
+ * hosts whose every post is work for the kernel. */
 static void reduce_armci(double *v, int n, reduce_op_t op) {
-  const size_t round = (size_t)(reduce_round++ & 1) * nas.np * NAS_REDUCE_MAX;
-  double *mine = reduce_slots + round + (size_t)nas.me * NAS_REDUCE_MAX;
-  memcpy(mine, v, (size_t)n * sizeof(double));
-  for (int k = 1; k < nas.np; k++) {
-    const int r = (nas.me + k) % nas.np;
-    double *there = (double *)reduce_bases[r] + round + (size_t)nas.me * NAS_REDUCE_MAX;
-    ARMCI_Put(mine, there, n * (int)sizeof(double), r);
-    armci_notify(r);
-  }
-  for (int k = 1; k < nas.np; k++) armci_notify_wait((nas.me + nas.np - k) % nas.np, NULL);
-  memcpy(v, reduce_slots + round, (size_t)n * sizeof(double));
-  for (int r = 1; r < nas.np; r++) combine(v, reduce_slots + round + (size_t)r * NAS_REDUCE_MAX, n, op);
+  armci_msg_dgop(v, n, op == REDUCE_SUM ? "+" : "max");
 }
 
 static void reduce(double *v, int n, reduce_op_t op) {

@@ -198,7 +198,7 @@ std::uint64_t Sync::claim_at_target(const char* call, const Word& w, std::uint64
   claim_.token = header.token;
   claim_.proc = w.proc;
   claim_.answered.store(false, std::memory_order_relaxed);
-  messages_.expect_answer(w.proc);
+  messages_.expect_answer(w.proc, claim_kind_);
   platform::Completion sent;
   progress_.with_network([&](platform::Network& net) {
     net.send_message(w.proc, claim_kind_, std::as_bytes(std::span(&header, 1)), {}, sent);
@@ -247,7 +247,7 @@ void Sync::handle_claim_answer(int source, std::span<const std::byte> header) {
          static_cast<unsigned long long>(a.token));
   claim_.old = a.old;
   claim_.answered.store(true, std::memory_order_release);
-  messages_.answered(source);
+  messages_.answered(source, claim_kind_);
 }
 
 std::uint64_t Sync::load_own(std::size_t offset) const {
@@ -322,12 +322,12 @@ int Sync::notify(const char* call, int proc) {
   // The notification must not overtake this rank's earlier operations to
   // proc: Accs still being applied there, puts not yet ordered.
   if (peers_.reached_by_network(proc)) {
-    progress_.until([&] { return messages_.unanswered(proc) == 0; });
+    progress_.until([&] { return messages_.effects_pending(proc) == 0; });
     completions_.order_after_puts(proc, false);
   } else if (memory_.reached_through_network(proc)) {
     // A neighbour with parts in network memory: the count is a CPU store,
     // which the layer does not order, so the layer's puts must have landed.
-    progress_.until([&] { return messages_.unanswered(proc) == 0; });
+    progress_.until([&] { return messages_.effects_pending(proc) == 0; });
     completions_.order_after_puts(proc, true);
     std::atomic_thread_fence(std::memory_order_seq_cst);
   } else {

@@ -62,7 +62,7 @@ Collectives::Collectives(const Peers& peers, Memory& memory, Progress& progress,
         }
         messages_.send_ack(source, kind_, 0);
       },
-      [](int, std::uint64_t) {});
+      [](int, std::uint64_t) {}, Fenced::no);
   if (progress_.has_network())
     network_piece_ = std::min<std::size_t>(kSlotBytes, progress_.capabilities().max_message - sizeof(NetworkHeader) - 64);
 
@@ -277,7 +277,7 @@ void Collectives::send_network(Channel channel, int to, int tag, const std::byte
   do {
     const std::size_t piece = std::min(network_piece_, bytes - offset);
     header.sequence = ++sequence;
-    messages_.expect_answer(to);
+    messages_.expect_answer(to, kind_);
     progress_.with_network([&](platform::Network& net) {
       messages_.await_ack(to, kind_, 0);
       net.send_message(to, kind_, std::as_bytes(std::span(&header, 1)), std::span(data + offset, piece), sent);

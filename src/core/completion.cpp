@@ -54,7 +54,7 @@ void Completions::order_after_puts(int proc, bool full_flush) {
 bool Completions::writes_outstanding() const {
   if (!progress_.has_network()) return false;
   for (int r = 0; r < peers_.size(); ++r)
-    if (puts_unordered_[static_cast<std::size_t>(r)] || messages_.unanswered(r) != 0) return true;
+    if (puts_unordered_[static_cast<std::size_t>(r)] || messages_.effects_pending(r) != 0) return true;
   return false;
 }
 
@@ -67,7 +67,7 @@ void Completions::fence(int proc) {
   platform::Completion flushed;
   progress_.with_network([&](platform::Network& net) { net.flush(proc, flushed); });
   wait("ARMCI_Fence", flushed);
-  progress_.until([&] { return messages_.unanswered(proc) == 0; });
+  progress_.until([&] { return messages_.effects_pending(proc) == 0; });
   puts_unordered_[static_cast<std::size_t>(proc)] = 0;
 }
 
@@ -83,7 +83,7 @@ void Completions::order_before_next(int proc) {
     return;
   }
   progress_.drain_pipelines();
-  if (messages_.unanswered(proc) != 0) {
+  if (messages_.effects_pending(proc) != 0) {
     fence(proc);
     return;
   }
@@ -99,7 +99,7 @@ void Completions::all_fence() {
   progress_.with_network([&](platform::Network& net) { net.flush_all(flushed); });
   wait("ARMCI_AllFence", flushed);
   for (int r = 0; r < peers_.size(); ++r) {
-    progress_.until([&] { return messages_.unanswered(r) == 0; });
+    progress_.until([&] { return messages_.effects_pending(r) == 0; });
     puts_unordered_[static_cast<std::size_t>(r)] = 0;
   }
 }

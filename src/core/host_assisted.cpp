@@ -112,14 +112,15 @@ void HostAssisted::start(const char* call, bool is_get, void* local, const int* 
   // The target reads or writes its pieces when the message arrives: puts of
   // ours still on the wire must be there first.
   completions_.order_after_puts(proc, true);
-  messages_.expect_answer(proc);
+  const MessageKind kind = is_get ? get_kind_ : put_kind_;
+  messages_.expect_answer(proc, kind);
   completion.pending.fetch_add(1, std::memory_order_relaxed);  // the ack
   // The key must outlive the send (UCX may read the payload until then):
   // it stays with the request until the ack.
   progress_.with_network([&](platform::Network& net) {
     const auto& packed = payloads_.emplace(request, std::move(exposure.packed_key)).first->second;
-    messages_.await_ack(proc, is_get ? get_kind_ : put_kind_, header.token);
-    net.send_message(proc, is_get ? get_kind_ : put_kind_, std::as_bytes(std::span(&header, 1)), packed, completion);
+    messages_.await_ack(proc, kind, header.token);
+    net.send_message(proc, kind, std::as_bytes(std::span(&header, 1)), packed, completion);
   });
 }
 

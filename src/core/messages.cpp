@@ -7,16 +7,18 @@
 namespace armci {
 
 Messages::Messages(Progress& progress, int size)
-    : progress_(progress), unanswered_(std::make_unique<std::atomic<std::int64_t>[]>(static_cast<std::size_t>(size))) {
+    : progress_(progress),
+      in_flight_(std::make_unique<std::atomic<std::int64_t>[]>(static_cast<std::size_t>(size))),
+      effects_pending_(std::make_unique<std::atomic<std::int64_t>[]>(static_cast<std::size_t>(size))) {
   kinds_.push_back({"(none)", {}});  // id 0 stays unused: a zeroed header names no kind
   ack_ = add("ack", [this](int source, auto header, auto) { handle_ack(source, header); });
 }
 
-MessageKind Messages::add(std::string name, Handler handler, AckHandler on_ack) {
+MessageKind Messages::add(std::string name, Handler handler, AckHandler on_ack, Fenced fenced) {
   // The platform's ids are 8 bits, and the layers reserve the top one.
   if (kinds_.size() >= 255) fail("ARMCI_Init", "internal: too many message kinds (adding '%s')", name.c_str());
   const auto id = static_cast<MessageKind>(kinds_.size());
-  kinds_.push_back({std::move(name), std::move(on_ack)});
+  kinds_.push_back({std::move(name), std::move(on_ack), fenced});
   if (progress_.has_network())
     progress_.with_network([&](platform::Network& net) { net.set_message_handler(id, std::move(handler)); });
   return id;
@@ -42,7 +44,7 @@ void Messages::handle_ack(int source, std::span<const std::byte> header) {
          source, kinds_[ack.kind].name.c_str(), static_cast<unsigned long long>(ack.token));
   if (--found->second == 0) awaited_.erase(found);
   kinds_[ack.kind].on_ack(source, ack.token);
-  answered(source);
+  answered(source, static_cast<MessageKind>(ack.kind));
 }
 
 }  // namespace armci

@@ -121,19 +121,18 @@ void VectorMessages::send(VectorBatch& batch, platform::Completion& completion) 
   // The target applies or reads the pieces when the message arrives: this
   // origin's puts still on the wire must be there first.
   completions_.order_after_puts(proc, true);
-  messages_.expect_answer(proc);
+  kind = batch.op == Op::get ? get_kind_ : batch.op == Op::acc ? acc_kind_ : put_kind_;
+  messages_.expect_answer(proc, kind);
   // One more count on the completion for the target's ack or answer.
   completion.pending.fetch_add(1, std::memory_order_relaxed);
   if (batch.op == Op::get) {
     auto* answer = new PendingAnswer{&completion, std::move(batch.payload), std::move(batch.destinations),
                                      batch.answer_bytes};
     header.token = reinterpret_cast<std::uintptr_t>(answer);
-    kind = get_kind_;
     payload = answer->request;
   } else {
     auto* sent = new SentBatch{&completion, std::move(batch.payload)};
     header.token = reinterpret_cast<std::uintptr_t>(sent);
-    kind = batch.op == Op::acc ? acc_kind_ : put_kind_;
     payload = sent->payload;
     writes_sent_[static_cast<std::size_t>(proc)].fetch_add(1, std::memory_order_relaxed);
   }
@@ -219,7 +218,7 @@ void VectorMessages::handle_answer(int source, std::span<const std::byte> header
     at += d.length;
   }
   answer->completion->pending.fetch_sub(1, std::memory_order_release);
-  messages_.answered(source);
+  messages_.answered(source, get_kind_);
   delete answer;
 }
 

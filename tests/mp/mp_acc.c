@@ -188,8 +188,65 @@ static void test_large(void) {
   mp_free_all(dbase);
 }
 
+/* Accs sent as messages, with collective messages to the same rank right
+ * before and after them, then a notification or a fence: the target must
+ * find every Acc applied when the notification or the message sent after
+ * the fence arrives (collective messages count for flow control only, the
+ * Accs for ordering). N doubles are more than one Acc message. */
+static double ordered_value(int rank, int round, int j) { return (double)(j % 17 + rank + round); }
+
+static void test_ordered_among_collectives(void) {
+  enum { N = 20000, ROUNDS = 12, TAG = 4242 };
+  if (mp_np < 2) return;
+  void **base = mp_alloc_all(2 * N * sizeof(double));
+  memset(base[mp_me], 0, 2 * N * sizeof(double));
+  ARMCI_Barrier();
+  const int next = (mp_me + 1) % mp_np, prev = (mp_me + mp_np - 1) % mp_np;
+  double *src = ARMCI_Malloc_local((armci_size_t)(N * sizeof(double)));
+  const double *by_notify = base[mp_me], *by_fence = (const double *)base[mp_me] + N;
+  double one = 1.0;
+  for (int round = 0; round < ROUNDS; round++) {
+    for (int j = 0; j < N; j++) src[j] = ordered_value(mp_me, round, j);
+    double sum = 1.0;
+    armci_msg_dgop(&sum, 1, "+");
+    MP_CHECK_DBL((double)mp_np, sum);
+    int token = round, got = -1, len = 0;
+    armci_msg_snd(TAG, &token, sizeof token, next);
+    MP_CHECK_INT(0, ARMCI_Acc(ARMCI_ACC_DBL, &one, src, base[next], (int)(N * sizeof(double)), next));
+    armci_msg_rcv(TAG, &got, sizeof got, &len, prev);
+    armci_msg_snd(TAG, &token, sizeof token, next);
+    armci_notify(next);
+    armci_notify_wait(prev, NULL);
+    armci_msg_rcv(TAG, &got, sizeof got, &len, prev);
+    MP_CHECK_INT(round, got);
+
+    MP_CHECK_INT(0, ARMCI_Acc(ARMCI_ACC_DBL, &one, src, (double *)base[next] + N, (int)(N * sizeof(double)), next));
+    armci_msg_snd(TAG, &token, sizeof token, next);
+    ARMCI_Fence(next);
+    armci_msg_snd(TAG + 1, &token, sizeof token, next);
+    armci_msg_rcv(TAG, &got, sizeof got, &len, prev);
+    armci_msg_rcv(TAG + 1, &got, sizeof got, &len, prev);
+    MP_CHECK_INT(round, got);
+
+    for (int j = 0; j < N; j++) {
+      double expect = 0;
+      for (int k = 0; k <= round; k++) expect += ordered_value(prev, k, j);
+      if (by_notify[j] != expect || by_fence[j] != expect) {
+        mp_set_where("round %d, element %d of the Accs from rank %d", round, j, prev);
+        MP_CHECK_DBL(expect, by_notify[j]);
+        MP_CHECK_DBL(expect, by_fence[j]);
+      }
+    }
+  }
+  mp_where[0] = 0;
+  ARMCI_Barrier();
+  MP_CHECK_INT(0, ARMCI_Free_local(src));
+  mp_free_all(base);
+}
+
 static void test_every_type(void) {
   for (int type = 0; type < NTYPES; type++) test_one_location(type);
 }
 
-int main(int argc, char **argv) { return MP_RUN_CASES(argc, argv, "mp_acc", test_every_type, test_large); }
+int main(int argc, char **argv) { return MP_RUN_CASES(argc, argv, "mp_acc", test_every_type, test_large,
+                                             test_ordered_among_collectives); }

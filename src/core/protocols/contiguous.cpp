@@ -201,7 +201,7 @@ const Protocol net_message{
         header.bytes = piece;
         header.datatype = call.acc->datatype;
         header.scale = call.acc->scale;
-        parts.messages.expect_answer(proc);
+        parts.messages.expect_answer(proc, parts.acc_kind);
         // One count for the ack, on top of the send's own local completion.
         call.completion.pending.fetch_add(1, std::memory_order_relaxed);
         parts.progress.with_network([&](platform::Network& net) {
