@@ -17,6 +17,14 @@ void check_strided_problem(const char* call, const strided::Problem& p) {
   if (p) [[unlikely]] fail(call, "%s", p.message);
 }
 
+// An Acc's pieces are whole elements of its type.
+void check_strided_acc(const char* call, const AccArgs& acc, std::int64_t piece_bytes) {
+  const std::size_t element = acc_element_size(acc.datatype);
+  if (piece_bytes % static_cast<std::int64_t>(element) != 0)
+    fail(call, "argument 'count' (count[0] = %lld bytes) is not a whole number of %zu-byte elements",
+         static_cast<long long>(piece_bytes), element);
+}
+
 // Checks everything of a strided call; false when there is nothing to do.
 bool check_strided(const char* call, Runtime& r, Op op, const AccArgs* acc, const void* src, const int* src_stride,
                    const void* dst, const int* dst_stride, const int* count, int levels, int proc) {
@@ -26,12 +34,7 @@ bool check_strided(const char* call, Runtime& r, Op op, const AccArgs* acc, cons
   if (shape.pieces == 0) return false;
   if (src == nullptr) fail(call, "argument 'src_ptr' is NULL");
   if (dst == nullptr) fail(call, "argument 'dst_ptr' is NULL");
-  if (acc != nullptr) {
-    const std::size_t element = acc_element_size(acc->datatype);
-    if (shape.piece_bytes % static_cast<std::int64_t>(element) != 0)
-      fail(call, "argument 'count' (count[0] = %lld bytes) is not a whole number of %zu-byte elements",
-           static_cast<long long>(shape.piece_bytes), element);
-  }
+  if (acc != nullptr) check_strided_acc(call, *acc, shape.piece_bytes);
   // One region must hold the remote side from its lowest to its highest byte.
   if (op == Op::get)
     r.memory().check_remote(call, "src_ptr", proc, src, static_cast<std::size_t>(shape.src_extent));
@@ -63,6 +66,18 @@ void copy_strided(const char* call, void* ptr, int levels, int* stride, int* cou
 int strided_call(const char* call, Op op, const AccArgs* acc, void* src, int* src_stride, void* dst, int* dst_stride,
                  int* count, int levels, int proc, bool nb, armci_hdl_t* handle) {
   Runtime& r = runtime(call);
+  // Zero levels is one contiguous piece (every 1-D patch of Global Arrays):
+  // the contiguous path checks and finds the remote region in one lookup,
+  // where the layout's checks, extent and protocol choice would cost more
+  // than copying a few KiB.
+  if (levels == 0 && count != nullptr && count[0] > 0 && src != nullptr && dst != nullptr) {
+    check_proc(call, r, proc);
+    if (acc != nullptr) check_strided_acc(call, *acc, count[0]);
+    return transfer(call, r, proc, nb, handle, [&](Completion& c, Mode mode, VectorBatches* aggregate) {
+      r.transfers().contiguous(Call{call, op, mode, proc, acc, c, aggregate}, src, dst,
+                               static_cast<std::size_t>(count[0]), op == Op::get ? "src_ptr" : "dst_ptr");
+    });
+  }
   if (!check_strided(call, r, op, acc, src, src_stride, dst, dst_stride, count, levels, proc)) {
     if (nb && handle != nullptr) check_handle(call, handle);
     return 0;

@@ -67,15 +67,23 @@ class Transfers {
 
   // The remote range is checked here (contiguous) or must have been
   // checked by the caller (strided: the whole extent; vector: every piece).
-  void contiguous(const Call& call, const void* src, void* dst, std::size_t bytes) {
+  // `argument` names the remote pointer in errors (default "src"/"dst").
+  void contiguous(const Call& call, const void* src, void* dst, std::size_t bytes, const char* argument = nullptr) {
     if (bytes == 0) [[unlikely]]
       return;
-    // The table's choice for every same-node peer, started here so that it
-    // costs no call.
+    // The table's choices for every same-node peer (shm/copy, shm/locked),
+    // started here so that they cost no call and no second region lookup.
     const bool get = call.op == Op::get;
-    const Region& region = memory_.find_region(call.name, get ? "src" : "dst", call.proc, get ? src : dst, bytes);
-    if (call.op != Op::acc && region.local != nullptr) [[likely]] {
-      copy_same_node(call.op, region, src, dst, bytes);
+    if (argument == nullptr) argument = get ? "src" : "dst";
+    const Region& region = memory_.find_region(call.name, argument, call.proc, get ? src : dst, bytes);
+    if (region.local != nullptr) [[likely]] {
+      if (call.op != Op::acc) {
+        copy_same_node(call.op, region, src, dst, bytes);
+      } else {
+        const auto target = reinterpret_cast<std::uintptr_t>(dst);
+        apply_acc_locked(memory_.control(call.proc)->acc, call.acc->datatype, call.acc->scale,
+                         region.local + (target - region.base), src, bytes, target);
+      }
       return;
     }
     table_.find(Operation{call.op, Shape::contiguous, call.mode}, memory_.route(call.proc, region), bytes)

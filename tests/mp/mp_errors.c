@@ -14,7 +14,9 @@
  * target did not create), notheld (ARMCI_Unlock of a mutex this rank does not
  * hold), createtwice (ARMCI_Create_mutexes without ARMCI_Destroy_mutexes),
  * stridelevels (ARMCI_PutS with 9 stride levels), negstride (ARMCI_PutS with
- * a negative destination stride), vecneg (ARMCI_PutV with negative bytes in
+ * a negative destination stride), straddles (ARMCI_PutS with no stride
+ * levels, one piece running past the region's end), accpiece (ARMCI_AccS of
+ * doubles with no stride levels and a 12-byte piece), vecneg (ARMCI_PutV with negative bytes in
  * its second segment list, after a good first one: nothing may be written),
  * grouprank (ARMCI_Absolute_id of a rank outside the group), groupfreed
  * (ARMCI_Group_size of a freed group), msgop (armci_msg_dgop with op
@@ -67,6 +69,8 @@ static const struct {
     {"createtwice", "ARMCI_Create_mutexes:", ""},
     {"stridelevels", "ARMCI_PutS:stride_levels", ""},
     {"negstride", "ARMCI_PutS:dst_stride_ar", ""},
+    {"straddles", "ARMCI_PutS:dst_ptr", ""},
+    {"accpiece", "ARMCI_AccS:count", ""},
     {"vecneg", "ARMCI_PutV:bytes", ""},
     {"grouprank", "ARMCI_Absolute_id:group_rank", ""},
     {"groupfreed", "ARMCI_Group_size:group", ""},
@@ -205,6 +209,13 @@ int main(int argc, char **argv) {
       /* The first piece would land inside the region; the second before it. */
       int src_stride[1] = {4}, dst_stride[1] = {-4}, count[2] = {4, 2};
       ARMCI_PutS(src, src_stride, (char *)base[1] + 64, dst_stride, count, 1, 1);
+    } else if (strcmp(c, "straddles") == 0) {
+      int stride[1] = {8}, count[1] = {8};
+      ARMCI_PutS(src, stride, end1 - 4, stride, count, 0, 1);
+    } else if (strcmp(c, "accpiece") == 0) {
+      int stride[1] = {12}, count[1] = {12};
+      double scale = 1.0;
+      ARMCI_AccS(ARMCI_ACC_DBL, &scale, src, stride, base[1], stride, count, 0, 1);
     } else if (strcmp(c, "vecneg") == 0) {
       void *s[2] = {src, src + 8}, *d[2] = {base[1], (char *)base[1] + 64};
       armci_giov_t iov[2] = {{s, d, 8, 2}, {s, d, -8, 2}};
