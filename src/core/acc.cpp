@@ -1,5 +1,7 @@
 #include "src/core/acc.hpp"
 
+#include <bit>
+
 #include "src/core/progress.hpp"
 
 namespace armci {
@@ -7,12 +9,12 @@ namespace armci {
 std::uint64_t AccStripes::take(std::uintptr_t target_address, std::size_t bytes) {
   const std::uintptr_t first = target_address >> 12;
   const std::uintptr_t last = (target_address + bytes - 1) >> 12;
-  std::uint64_t stripes = 0;
-  if (last - first + 1 >= kCount) {
-    stripes = ~std::uint64_t{0};
-  } else {
-    for (std::uintptr_t page = first; page <= last; ++page) stripes |= std::uint64_t{1} << (page % kCount);
-  }
+  // The pages' bits are a run, rotated to the first page's stripe: a strided
+  // Acc's extent spans dozens of pages, and a loop over them cost as much as
+  // the compare-exchange.
+  const std::uintptr_t pages = last - first + 1;
+  const std::uint64_t stripes =
+      pages >= kCount ? ~std::uint64_t{0} : std::rotl((std::uint64_t{1} << pages) - 1, static_cast<int>(first % kCount));
   // Free stripes are taken in ascending order, as many at a time as are free
   // below the lowest busy one, so two Accs over overlapping ranges cannot
   // deadlock; uncontended that is one compare-exchange for all of them.

@@ -90,11 +90,14 @@ constexpr ReduceOp reduce_op(AccOp op) {
   }
 }
 
-// One Acc kernel: dst += scale * src over `bytes` (whole elements of
-// datatype). A strided Acc looks its kernel up once and calls it per piece,
-// so short rows do not each pay the type dispatch, which for rows of a few
-// hundred bytes costs as much as the adding.
-using AccKernel = void (*)(int datatype, const AccScale& scale, void* dst, const void* src, std::size_t bytes);
+// One Acc kernel: dst += scale * src over `rows` rows of `bytes` (whole
+// elements of datatype) each, the rows dst_stride and src_stride bytes
+// apart. A strided Acc looks its kernel up once and hands it all the rows of
+// its first level in one call, so short rows do not each pay the type
+// dispatch, an indirect call and the kernel's setup, which for rows of a few
+// hundred bytes cost as much as the adding.
+using AccKernel = void (*)(int datatype, const AccScale& scale, void* dst, const void* src, std::size_t bytes,
+                           std::size_t rows, std::ptrdiff_t dst_stride, std::ptrdiff_t src_stride);
 
 // The kernel of a known datatype (with its op), one vectorised loop per
 // type for SUM (src/core/acc_kernels.cpp).
@@ -103,7 +106,7 @@ AccKernel acc_kernel(int datatype);
 // bytes must be a whole number of elements of a known type (the caller
 // checks, so the message can name the call).
 inline void accumulate(int datatype, const AccScale& scale, void* dst, const void* src, std::size_t bytes) {
-  acc_kernel(datatype)(datatype, scale, dst, src, bytes);
+  acc_kernel(datatype)(datatype, scale, dst, src, bytes, 1, 0, 0);
 }
 
 // The Acc locks a rank exposes to the others (in its control block):

@@ -23,37 +23,40 @@ namespace armci {
 namespace {
 // Through memcpy so unaligned user buffers are fine; the compiler turns these
 // into plain (vector) loads and stores. The unit-scale case has its own loop
-// because it is the common one and needs no multiply.
+// because it is the common one and needs no multiply; the choice is made
+// once per call, outside the rows.
+template <typename T, bool Unit>
+[[gnu::always_inline]] inline void add_row(T factor, unsigned char* __restrict d, const unsigned char* __restrict s,
+                                           std::size_t count) {
+  for (std::size_t i = 0; i < count; ++i) {
+    T a, b;
+    std::memcpy(&a, d + i * sizeof(T), sizeof(T));
+    std::memcpy(&b, s + i * sizeof(T), sizeof(T));
+    if constexpr (Unit) a = wrapping_add(a, b);
+    else a = wrapping_add(a, wrapping_mul(factor, b));
+    std::memcpy(d + i * sizeof(T), &a, sizeof(T));
+  }
+}
+
 template <typename T>
-[[gnu::optimize("tree-vectorize"), ARMCI_ACC_CLONES]] void accumulate_typed(int, const AccScale& scale, void* __restrict dst,
-                                                                            const void* __restrict src,
-                                                                            std::size_t bytes) {
+[[gnu::optimize("tree-vectorize"), ARMCI_ACC_CLONES]] void accumulate_typed(int, const AccScale& scale, void* dst,
+                                                                            const void* src, std::size_t bytes,
+                                                                            std::size_t rows, std::ptrdiff_t dst_stride,
+                                                                            std::ptrdiff_t src_stride) {
   const std::size_t count = bytes / sizeof(T);
   T factor;
   std::memcpy(&factor, scale.bytes, sizeof(T));
   auto* d = static_cast<unsigned char*>(dst);
   auto* s = static_cast<const unsigned char*>(src);
   if (factor == T(1)) {
-    for (std::size_t i = 0; i < count; ++i) {
-      T a, b;
-      std::memcpy(&a, d + i * sizeof(T), sizeof(T));
-      std::memcpy(&b, s + i * sizeof(T), sizeof(T));
-      a = wrapping_add(a, b);
-      std::memcpy(d + i * sizeof(T), &a, sizeof(T));
-    }
+    for (std::size_t r = 0; r < rows; ++r, d += dst_stride, s += src_stride) add_row<T, true>(factor, d, s, count);
   } else {
-    for (std::size_t i = 0; i < count; ++i) {
-      T a, b;
-      std::memcpy(&a, d + i * sizeof(T), sizeof(T));
-      std::memcpy(&b, s + i * sizeof(T), sizeof(T));
-      a = wrapping_add(a, wrapping_mul(factor, b));
-      std::memcpy(d + i * sizeof(T), &a, sizeof(T));
-    }
+    for (std::size_t r = 0; r < rows; ++r, d += dst_stride, s += src_stride) add_row<T, false>(factor, d, s, count);
   }
 }
 
 // The ops other than SUM, through the collectives' combines.
-void accumulate_op(int datatype, const AccScale&, void* dst, const void* src, std::size_t bytes) {
+void accumulate_op_row(int datatype, void* dst, const void* src, std::size_t bytes) {
   const std::size_t count = bytes / acc_element_size(datatype);
   const CombineFunction combine = combine_for(reduce_element_type(acc_base_type(datatype)), reduce_op(acc_op(datatype)));
   // The collectives' kernels load whole elements, but an Acc message's
@@ -77,7 +80,15 @@ void accumulate_op(int datatype, const AccScale&, void* dst, const void* src, st
   }
 }
 
-void accumulate_nothing(int, const AccScale&, void*, const void*, std::size_t) {}
+void accumulate_op(int datatype, const AccScale&, void* dst, const void* src, std::size_t bytes, std::size_t rows,
+                   std::ptrdiff_t dst_stride, std::ptrdiff_t src_stride) {
+  for (std::size_t r = 0; r < rows; ++r)
+    accumulate_op_row(datatype, static_cast<unsigned char*>(dst) + static_cast<std::ptrdiff_t>(r) * dst_stride,
+                      static_cast<const unsigned char*>(src) + static_cast<std::ptrdiff_t>(r) * src_stride, bytes);
+}
+
+void accumulate_nothing(int, const AccScale&, void*, const void*, std::size_t, std::size_t, std::ptrdiff_t,
+                        std::ptrdiff_t) {}
 }  // namespace
 
 AccKernel acc_kernel(int datatype) {

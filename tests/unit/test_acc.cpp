@@ -2,7 +2,9 @@
 
 #include <atomic>
 #include <complex>
+#include <cstring>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "include/armci.h"
@@ -105,12 +107,12 @@ TEST(Acc, KernelLookedUpOnceAddsLikeAccumulate) {
   double scale = 2, one = 1;
   std::vector<double> dst{1, 2, 3}, src{10, 20, 30};
   const armci::AccKernel kernel = armci::acc_kernel(ARMCI_ACC_DBL);
-  kernel(ARMCI_ACC_DBL, make_acc_scale(ARMCI_ACC_DBL, &scale), dst.data(), src.data(), sizeof(double) * 2);
-  kernel(ARMCI_ACC_DBL, make_acc_scale(ARMCI_ACC_DBL, &one), dst.data() + 2, src.data() + 2, sizeof(double));
+  kernel(ARMCI_ACC_DBL, make_acc_scale(ARMCI_ACC_DBL, &scale), dst.data(), src.data(), sizeof(double) * 2, 1, 0, 0);
+  kernel(ARMCI_ACC_DBL, make_acc_scale(ARMCI_ACC_DBL, &one), dst.data() + 2, src.data() + 2, sizeof(double), 1, 0, 0);
   EXPECT_EQ(dst, (std::vector<double>{21, 42, 33}));
   std::vector<int> i{6, 7}, isrc{3, 5};
   const int max = armci::acc_datatype(ARMCI_ACC_INT, armci::AccOp::max);
-  armci::acc_kernel(max)(max, armci::AccScale{}, i.data(), isrc.data(), sizeof(int) * 2);
+  armci::acc_kernel(max)(max, armci::AccScale{}, i.data(), isrc.data(), sizeof(int) * 2, 1, 0, 0);
   EXPECT_EQ(i, (std::vector<int>{6, 7}));
 }
 
@@ -188,4 +190,90 @@ TEST(AccStripes, ConcurrentAccsAddEverything) {
     }
   EXPECT_EQ(target, want);
   EXPECT_EQ(stripes.held.load(), 0u);
+}
+
+// The stripes of every range, by page count and start, against the bit per
+// page they stand for.
+TEST(AccStripes, MaskIsEveryPageOfTheRange) {
+  armci::AccStripes stripes;
+  const std::uintptr_t base = std::uintptr_t{1} << 30;
+  for (std::uintptr_t start : {0ul, 1ul, 4095ul, 5 * 4096ul + 17, 63 * 4096ul, 64 * 4096ul + 100})
+    for (std::size_t bytes : {1ul, 8ul, 4096ul, 4097ul, 24 * 5120ul, 63 * 4096ul, 63 * 4096ul + 1, 64 * 4096ul}) {
+      const std::uintptr_t at = base + start;
+      std::uint64_t want = 0;
+      for (std::uintptr_t page = at >> 12; page <= (at + bytes - 1) >> 12; ++page) want |= std::uint64_t{1} << (page % 64);
+      const std::uint64_t got = stripes.take(at, bytes);
+      EXPECT_EQ(got, want) << "start " << start << " bytes " << bytes;
+      stripes.give_back(got);
+    }
+  EXPECT_EQ(stripes.held.load(), 0u);
+}
+
+// The SUM kernels against a scalar reference, for every type, scale 1 and
+// another, element counts that leave every vector remainder, buffers at
+// every offset within an element and a vector, and several rows apart by
+// strides that are not multiples of a vector.
+template <typename T>
+static T test_value(int i) {
+  if constexpr (std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>)
+    return T(static_cast<typename T::value_type>(i % 13 - 6), static_cast<typename T::value_type>(i % 7 + 1));
+  else
+    return static_cast<T>(i % 29 - 11);
+}
+
+template <typename T>
+static void check_kernel_against_reference(int type) {
+  const armci::AccKernel kernel = armci::acc_kernel(type);
+  for (const T scale : {T(1), test_value<T>(5)}) {
+    const armci::AccScale s = make_acc_scale(type, &scale);
+    for (std::size_t count : {1ul, 2ul, 3ul, 5ul, 7ul, 8ul, 15ul, 24ul, 31ul, 33ul, 67ul})
+      for (std::size_t rows : {1ul, 3ul})
+        for (std::size_t dst_off : {0ul, 1ul, 4ul, 8ul, 24ul})
+          for (std::size_t src_off : {0ul, 3ul, 16ul}) {
+            const std::size_t bytes = count * sizeof(T);
+            const std::ptrdiff_t dst_stride = static_cast<std::ptrdiff_t>(bytes + 40 + sizeof(T));
+            const std::ptrdiff_t src_stride = static_cast<std::ptrdiff_t>(bytes + 8);
+            std::vector<unsigned char> dst(dst_off + rows * static_cast<std::size_t>(dst_stride) + 64);
+            std::vector<unsigned char> src(src_off + rows * static_cast<std::size_t>(src_stride) + 64);
+            for (std::size_t i = 0; i < dst.size(); ++i) dst[i] = static_cast<unsigned char>(i * 31 + 7);
+            for (std::size_t r = 0; r < rows; ++r)
+              for (std::size_t i = 0; i < count; ++i) {
+                const T d = test_value<T>(static_cast<int>(r * 100 + i)), x = test_value<T>(static_cast<int>(r * 7 + i * 3));
+                std::memcpy(&dst[dst_off + r * static_cast<std::size_t>(dst_stride) + i * sizeof(T)], &d, sizeof(T));
+                std::memcpy(&src[src_off + r * static_cast<std::size_t>(src_stride) + i * sizeof(T)], &x, sizeof(T));
+              }
+            std::vector<unsigned char> want = dst;
+            for (std::size_t r = 0; r < rows; ++r)
+              for (std::size_t i = 0; i < count; ++i) {
+                T d, x;
+                unsigned char* at = &want[dst_off + r * static_cast<std::size_t>(dst_stride) + i * sizeof(T)];
+                std::memcpy(&d, at, sizeof(T));
+                std::memcpy(&x, &src[src_off + r * static_cast<std::size_t>(src_stride) + i * sizeof(T)], sizeof(T));
+                d += scale * x;
+                std::memcpy(at, &d, sizeof(T));
+              }
+            kernel(type, s, dst.data() + dst_off, src.data() + src_off, bytes, rows, dst_stride, src_stride);
+            ASSERT_EQ(dst, want) << "type " << type << " count " << count << " rows " << rows << " offsets "
+                                 << dst_off << "/" << src_off;
+          }
+  }
+}
+
+TEST(Acc, KernelsMatchScalarReferenceAtEveryLengthAndAlignment) {
+  check_kernel_against_reference<int>(ARMCI_ACC_INT);
+  check_kernel_against_reference<long>(ARMCI_ACC_LNG);
+  check_kernel_against_reference<float>(ARMCI_ACC_FLT);
+  check_kernel_against_reference<double>(ARMCI_ACC_DBL);
+  check_kernel_against_reference<std::complex<float>>(ARMCI_ACC_CPL);
+  check_kernel_against_reference<std::complex<double>>(ARMCI_ACC_DCP);
+}
+
+// The windows' ops take rows too (the strided shm protocol hands them all
+// the first level's rows at once).
+TEST(Acc, OpKernelsTakeRows) {
+  const int max = armci::acc_datatype(ARMCI_ACC_INT, armci::AccOp::max);
+  std::vector<int> dst{1, 9, -5, 0, 4, 2}, src{5, 5, 5, 5};
+  armci::acc_kernel(max)(max, armci::AccScale{}, dst.data(), src.data(), 2 * sizeof(int), 2, 3 * sizeof(int),
+                         2 * sizeof(int));
+  EXPECT_EQ(dst, (std::vector<int>{5, 9, -5, 5, 5, 2}));
 }

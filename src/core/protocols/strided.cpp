@@ -103,11 +103,20 @@ const Protocol shm_locked{
       const int datatype = call.acc->datatype;
       const AccScale& scale = call.acc->scale;
       const AccKernel kernel = acc_kernel(datatype);
+      const auto bytes = static_cast<std::size_t>(l.count[0]);
       const std::uint64_t held = stripes.take(reinterpret_cast<std::uintptr_t>(l.dst), extent);
-      strided::for_each_piece(l.src_stride, l.dst_stride, l.count, l.levels,
-                              [&](std::int64_t so, std::int64_t dso, std::size_t bytes) {
-                                kernel(datatype, scale, d + dso, l.src + so, bytes);
-                              });
+      if (l.levels == 0) {
+        kernel(datatype, scale, d, l.src, bytes, 1, 0, 0);
+      } else {
+        // The kernel takes the first level's rows itself; the levels above
+        // it are walked as pieces of count[1] rows (the layout shifted by
+        // one level).
+        strided::for_each_piece(l.src_stride + 1, l.dst_stride + 1, l.count + 1, l.levels - 1,
+                                [&](std::int64_t so, std::int64_t dso, std::size_t rows) {
+                                  kernel(datatype, scale, d + dso, l.src + so, bytes, rows, l.dst_stride[0],
+                                         l.src_stride[0]);
+                                });
+      }
       stripes.give_back(held);
     }};
 
