@@ -225,11 +225,12 @@ nas_option() {
 
 # nas_log_figures LOG: the NAS kernel's own figures in its output: sets t
 # (Time in seconds), mops (Mop/s total) and comm (Comm seconds, empty when
-# the run had no --timers).
+# the run had no --timers). NPB's own report pads the values with more
+# spaces.
 # shellcheck disable=SC2034  # t, mops and comm are for the caller
 nas_log_figures() {
-  t=$(sed -n 's/^ Time in seconds =  //p' "$1")
-  mops=$(sed -n 's|^ Mop/s total     =  ||p' "$1")
+  t=$(sed -n 's/^ Time in seconds = *//p' "$1")
+  mops=$(sed -n 's|^ Mop/s total     = *||p' "$1")
   comm=$(sed -n 's/^ Comm seconds    =  \([0-9.]*\).*/\1/p' "$1")
 }
 

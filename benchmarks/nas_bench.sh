@@ -21,7 +21,10 @@
 #   --oversubscribe), RESULTS_DIR (default BUILD_DIR/bench-results),
 #   NO_MAKE=1 (do not run make first), PLOT=0 (no chart), NPB_REF (the cited
 #   NPB 3.3.1-MPI times: "kernel class np low high date;..."; the rows of those
-#   cells get an NPB column and the ratio to it).
+#   cells get an NPB column and the ratio to it), NPB_BIN (the bin/ folder of
+#   an NPB 3.3.1-MPI build holding mg.A.2, cg.B.1, ...: NPB runs as one more
+#   variant, `npb`, interleaved with the others, and its median in the same
+#   run replaces the cited figure; cells without a binary keep the citation).
 # Output: RESULTS_DIR/nas.csv (one row per run), nas-table.txt, plots/nas-*.png,
 # all from one invocation, which ends by saying how long it took and the
 # load average at its start and end. On two cores class A with 3 runs takes
@@ -70,8 +73,12 @@ else
       for p in ${nps//,/ }; do
         variants="mpi armci armci-nb"
         [ "$k" = cg_f ] && variants=armci-nb
+        if [ -n "${NPB_BIN:-}" ] && [ "$k" != cg_f ]; then
+          if [ -x "$NPB_BIN/$k.$c.$p" ]; then variants="npb $variants"
+          else echo "$me: no $NPB_BIN/$k.$c.$p (make $k NPROCS=$p CLASS=$c in NPB): cited figure only" >&2; fi
+        fi
         for v in $variants; do
-          if [ "$v" = mpi ]; then configs+=("$k $c $p $v -"); continue; fi
+          if [ "$v" = mpi ] || [ "$v" = npb ]; then configs+=("$k $c $p $v -"); continue; fi
           for n in ${nets//,/ }; do configs+=("$k $c $p $v $n"); done
         done
       done
@@ -87,10 +94,12 @@ else
       envs=()
       if [ "$n" != - ]; then for s in $(net_env "$n"); do envs+=(-x "$s"); done; fi
       log="$results/nas-$k-$c-$p-$v-$n-$run.txt"
-      "$mpirun_cmd" "${mpirun_flags[@]}" --report-bindings -np "$p" "${envs[@]}" \
-        "$build_dir/nas-kernels/$k" --class "$c" --variant "$v" >"$log" 2>&1 || {
+      prog=("$build_dir/nas-kernels/$k" --class "$c" --variant "$v")
+      [ "$v" = npb ] && prog=("$NPB_BIN/$k.$c.$p")
+      "$mpirun_cmd" "${mpirun_flags[@]}" --report-bindings -np "$p" "${envs[@]}" "${prog[@]}" >"$log" 2>&1 || {
         tail -n 20 "$log" >&2; echo "$me: $cfg failed (log $log)" >&2; exit 1; }
-      grep -q '^ Verification    =  SUCCESSFUL$' "$log" || {
+      # NPB pads its report's values with more spaces than the kernels.
+      grep -q '^ Verification    = *SUCCESSFUL$' "$log" || {
         tail -n 20 "$log" >&2; echo "$me: $cfg did not verify (log $log)" >&2; exit 1; }
       nas_log_figures "$log"
       binding=$(grep -q 'bound to' "$log" && echo core || echo none)
@@ -102,7 +111,8 @@ fi
 
 # NPB 3.3.1-MPI's own times for the cells where they were measured on this
 # machine type (stock Fortran, -O3, gfortran 12, Open MPI 4.1.4, medians of
-# three): NPB is no Debian package, so they are cited, not run. Each entry:
+# three): NPB is no Debian package, so they are cited unless NPB_BIN names a
+# build, whose runs in this invocation then take their place. Each entry:
 # kernel class np low high date. NPB_REF replaces them.
 npb_ref=${NPB_REF:-"mg A 2 0.50 0.55 2026-12-06;cg A 2 0.42 0.43 2026-12-06"}
 
@@ -142,7 +152,10 @@ awk -F, -v npb="$npb_ref" 'BEGIN {
       speed = (ref in med && med[order[i]] > 0) ? sprintf("%8.2fx", med[ref] / med[order[i]]) : "       -"
       cell = (f[1] == "cg_f" ? "cg" : f[1]) " " f[2] " " f[3]
       npbcol = "-"; vsnpb = "-"
-      if (cell in rlo) {
+      if ((cell " npb -") in med) {
+        npbcol = sprintf("%.2f (this run)", med[cell " npb -"])
+        if (med[order[i]] > 0) vsnpb = sprintf("%.2fx", med[cell " npb -"] / med[order[i]])
+      } else if (cell in rlo) {
         npbcol = sprintf("%.2f-%.2f (%s)", rlo[cell], rhi[cell], rdate[cell])
         if (med[order[i]] > 0) vsnpb = sprintf("%.2f-%.2fx", rlo[cell] / med[order[i]], rhi[cell] / med[order[i]])
       }
@@ -151,9 +164,9 @@ awk -F, -v npb="$npb_ref" 'BEGIN {
   }' "$csv" | tee "$table"
 echo "(vs mpi: the mpi variant's median time over this one's; >1 is faster. comm s: median of the"
 echo " kernel's \"Comm seconds\", the most any rank spent exchanging, reducing and waiting."
-echo " NPB 3.3.1 MPI: NPB's own time for that cell, cited (stock Fortran -O3, gfortran 12, Open MPI 4.1.4,"
-echo " medians of three, this machine type, on the date given), not run here; vs NPB: its low and high"
-echo " over this row's median, >= 0.95 is within 5%. CSV: $csv)"
+echo " NPB 3.3.1 MPI: NPB's own time for that cell: its median in this run (NPB_BIN), else cited (stock"
+echo " Fortran -O3, gfortran 12, Open MPI 4.1.4, medians of three, this machine type, on the date given);"
+echo " vs NPB: NPB's time (the cited low and high) over this row's median, >= 0.95 is within 5%. CSV: $csv)"
 
 if [ "${PLOT:-1}" != 0 ] && py=$(bench_plot_python); then
   "$py" "$script_dir/nas_plot.py" -o "$results/plots" "$csv"
