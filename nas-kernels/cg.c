@@ -248,15 +248,11 @@ static void matvec(cg_t *cg, double *y) {
     nas_toc(nas_phase("spmv"), t0);
     return;
   }
-  /* In pieces, so that the peers hear of this rank's part while it runs. */
-  enum { PIECES = 8 };
-  for (int i = 0; i < PIECES; i++) {
-    spmv_rows(&cg->own, cg->pfull, y, 0, (int)((long)cg->nrows * i / PIECES),
-              (int)((long)cg->nrows * (i + 1) / PIECES));
-    nas_allgather_progress();
-  }
+  spmv_rows(&cg->own, cg->pfull, y, 0, 0, cg->nrows);
   nas_toc(nas_phase("spmv own cols"), t0);
-  nas_allgather_finish();
+  /* This rank's part is rewritten only after the dot products' reductions,
+   * which its puts' completion then overlaps. */
+  nas_allgather_arrived();
   t0 = nas_wtime();
   spmv_rows(&cg->other, cg->pfull, y, 1, 0, cg->nrows);
   nas_toc(nas_phase("spmv other cols"), t0);
@@ -266,6 +262,7 @@ static void matvec(cg_t *cg, double *y) {
 static double conj_grad(cg_t *cg, const double *x, double *z, double *q, double *r) {
   const int nr = cg->nrows;
   double *p = cg->pfull + cg->first;
+  nas_allgather_release();
   for (int j = 0; j < nr; j++) {
     q[j] = 0.0;
     z[j] = 0.0;
@@ -287,9 +284,11 @@ static double conj_grad(cg_t *cg, const double *x, double *z, double *q, double 
     rho = dot(r, r, nr);
     nas_allreduce_sum(&rho, 1);
     const double beta = rho / rho0;
+    nas_allgather_release();
     for (int j = 0; j < nr; j++) p[j] = r[j] + beta * p[j];
   }
   /* r = A z: z goes through the same full-vector buffer. */
+  nas_allgather_release();
   memcpy(p, z, sizeof(double) * (size_t)nr);
   matvec(cg, r);
   double sum = 0.0;
@@ -369,6 +368,7 @@ int main(int argc, char **argv) {
       char size[32];
       snprintf(size, sizeof size, "%d", c.na);
       const int status = nas_report("CG", size, c.niter, t, mops, ok, comm);
+      nas_allgather_release();
       nas_free(cg.pfull, cg.pbases);
       nas_finish();
       return status;

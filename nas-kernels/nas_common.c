@@ -92,8 +92,8 @@ static void usage(const char *kernel, const char *why) {
 /* The ARMCI variants' allgather state. */
 static armci_hdl_t *gather_handles;
 static struct {
-  int pending;
-  char *told;   /* armci-nb: per peer, notified of this rank's part */
+  int pending;  /* armci-nb: peers' parts not yet known to have arrived */
+  int sent;     /* armci-nb: this rank's puts not yet waited */
 } gather;
 
 void nas_start(int argc, char **argv, const char *kernel, int max_np) {
@@ -133,7 +133,6 @@ void nas_start(int argc, char **argv, const char *kernel, int max_np) {
   }
   if (nas.variant != NAS_MPI) {
     gather_handles = calloc((size_t)nas.np, sizeof *gather_handles);
-    gather.told = calloc((size_t)nas.np, 1);
   }
 }
 
@@ -143,7 +142,6 @@ void nas_finish(void) {
     return;
   }
   free(gather_handles);
-  free(gather.told);
   ARMCI_Finalize();
 }
 
@@ -263,44 +261,45 @@ static void gather_moving(double *buf, void **bases, const long *offs, const lon
       ARMCI_Put(buf + offs[nas.me], there, bytes, r);
       armci_notify(r);
     } else {
+      /* The notification follows the put at once: armci_notify orders
+       * itself after this rank's puts in flight, so the peer learns of the
+       * data one network crossing after it lands, where waiting for the
+       * put's completion first adds the acknowledgement's way back. */
       ARMCI_INIT_HANDLE(&gather_handles[r]);
       ARMCI_NbPut(buf + offs[nas.me], there, bytes, r, &gather_handles[r]);
-      gather.told[r] = 0;
+      armci_notify(r);
     }
   }
   if (nas.variant == NAS_ARMCI) {
     for (int k = 1; k < nas.np; k++) armci_notify_wait((nas.me + nas.np - k) % nas.np, NULL);
   } else {
     gather.pending = 1;
-    nas_allgather_progress();
   }
 }
 
-/* A peer waits for the notification, not for the put: it goes out as soon
- * as the put completed (armci_notify orders itself after the put), rather
- * than after this rank's computation. */
-void nas_allgather_progress(void) {
+/* armci-nb: the peers' parts are here once their notifications are. */
+void nas_allgather_arrived(void) {
   if (!gather.pending) return;
-  for (int k = 1; k < nas.np; k++) {
-    const int r = (nas.me + k) % nas.np;
-    if (gather.told[r] || ARMCI_Test(&gather_handles[r]) != 0) continue;
-    armci_notify(r);
-    gather.told[r] = 1;
-  }
+  gather.pending = 0;
+  gather.sent = 1;
+  const double t0 = nas_wtime();
+  for (int k = 1; k < nas.np; k++) armci_notify_wait((nas.me + nas.np - k) % nas.np, NULL);
+  nas_comm_toc(nas_phase("allgather wait"), t0);
+}
+
+/* The puts read this rank's part until they complete, which takes the
+ * acknowledgement's way back: waited only before the part is rewritten. */
+void nas_allgather_release(void) {
+  if (!gather.sent) return;
+  gather.sent = 0;
+  const double t0 = nas_wtime();
+  for (int k = 1; k < nas.np; k++) ARMCI_Wait(&gather_handles[(nas.me + k) % nas.np]);
+  nas_comm_toc(nas_phase("allgather release"), t0);
 }
 
 void nas_allgather_finish(void) {
-  if (!gather.pending) return;
-  gather.pending = 0;
-  const double t0 = nas_wtime();
-  for (int k = 1; k < nas.np; k++) {
-    const int r = (nas.me + k) % nas.np;
-    if (gather.told[r]) continue;
-    ARMCI_Wait(&gather_handles[r]);
-    armci_notify(r);
-  }
-  for (int k = 1; k < nas.np; k++) armci_notify_wait((nas.me + nas.np - k) % nas.np, NULL);
-  nas_comm_toc(nas_phase("allgather wait"), t0);
+  nas_allgather_arrived();
+  nas_allgather_release();
 }
 
 /* ---------------------------------------------------------------- report */

@@ -78,9 +78,10 @@ void nas_allreduce_max(double *v, int n);
  * in place here and this rank's buffer may be written again. */
 void nas_allgather_start(double *buf, void **bases, const long *offs, const long *lens);
 void nas_allgather_finish(void);
-/* armci-nb: tells the peers whose part has arrived; call it between pieces
- * of the computation that overlaps the allgather. */
-void nas_allgather_progress(void);
+/* _finish in two: _arrived returns once every part is here, _release once
+ * this rank's part may be written again (call it before writing it). */
+void nas_allgather_arrived(void);
+void nas_allgather_release(void);
 
 /* The NPB report lines, plus the variant and the communication time (the
  * largest over the ranks, of the timed part: call with comm_seconds measured

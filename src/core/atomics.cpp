@@ -320,7 +320,10 @@ int Sync::notify(const char* call, int proc) {
   const auto p = static_cast<std::size_t>(proc);
   const std::uint64_t count = ++notify_sent_[p];
   // The notification must not overtake this rank's earlier operations to
-  // proc: Accs still being applied there, puts not yet ordered.
+  // proc: Accs still being applied there, puts not yet ordered, and
+  // nonblocking puts whose chunks a pipeline has not posted yet (the layer
+  // orders only what it was given), so a notify may follow an NbPut at once.
+  if (memory_.reached_through_network(proc)) progress_.drain_pipelines();
   if (peers_.reached_by_network(proc)) {
     progress_.until([&] { return messages_.effects_pending(proc) == 0; });
     completions_.order_after_puts(proc, false);
