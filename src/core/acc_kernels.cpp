@@ -39,8 +39,8 @@ template <typename T, bool Unit>
 }
 
 template <typename T>
-[[gnu::optimize("tree-vectorize"), ARMCI_ACC_CLONES]] void accumulate_typed(int, const AccScale& scale, void* dst,
-                                                                            const void* src, std::size_t bytes,
+[[gnu::optimize("tree-vectorize"), ARMCI_ACC_CLONES]] void accumulate_typed(int, const AccScale& scale, void* __restrict dst,
+                                                                            const void* __restrict src, std::size_t bytes,
                                                                             std::size_t rows, std::ptrdiff_t dst_stride,
                                                                             std::ptrdiff_t src_stride) {
   const std::size_t count = bytes / sizeof(T);

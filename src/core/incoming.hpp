@@ -28,7 +28,7 @@ namespace armci::incoming {
 struct Problem {
   const char* call = nullptr;      // nullptr: accepted
   const char* argument = nullptr;  // the field at fault
-  char message[224];  // written only with a problem: not cleared for every accepted message
+  char message[224] = {};
   explicit operator bool() const { return call != nullptr; }
 };
 

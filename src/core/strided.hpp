@@ -18,7 +18,7 @@ constexpr int kMaxLevels = 8;
 // What is wrong with a layout: the argument to name and a message.
 struct Problem {
   const char* argument = nullptr;  // nullptr: no problem
-  char message[160];  // written only with a problem: not cleared on every call of a hot path
+  char message[160] = {};
   explicit operator bool() const { return argument != nullptr; }
 };
 
