@@ -15,6 +15,7 @@
 #include <span>
 
 #include "platform/network.hpp"
+#include "src/core/acc.hpp"
 #include "src/core/copy.hpp"
 #include "src/core/memory.hpp"
 #include "src/core/operation.hpp"
@@ -54,6 +55,14 @@ inline void copy_same_node(Op op, const Region& region, const void* src, void* d
   else copy_bytes(region.local + (reinterpret_cast<std::uintptr_t>(dst) - region.base), src, bytes);
 }
 
+// acc/shm/locked: dst += scale * src in a same-node peer's region, under
+// the target's Acc stripes.
+inline void acc_same_node(AccStripes& stripes, const AccArgs& acc, const Region& region, const void* src, void* dst,
+                          std::size_t bytes) {
+  const auto target = reinterpret_cast<std::uintptr_t>(dst);
+  apply_acc_locked(stripes, acc.datatype, acc.scale, region.local + (target - region.base), src, bytes, target);
+}
+
 class Transfers {
  public:
   // Registers the Acc message kind (collective in effect: at start-up).
@@ -80,9 +89,7 @@ class Transfers {
       if (call.op != Op::acc) {
         copy_same_node(call.op, region, src, dst, bytes);
       } else {
-        const auto target = reinterpret_cast<std::uintptr_t>(dst);
-        apply_acc_locked(memory_.control(call.proc)->acc, call.acc->datatype, call.acc->scale,
-                         region.local + (target - region.base), src, bytes, target);
+        acc_same_node(memory_.control(call.proc)->acc, *call.acc, region, src, dst, bytes);
       }
       return;
     }

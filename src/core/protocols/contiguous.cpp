@@ -63,9 +63,7 @@ const Protocol shm_locked{
     },
     [](Parts& parts, const Call& call, const void* src, void* dst, std::size_t bytes) {
       const Region& region = parts.memory.find_region(call.name, "dst", call.proc, dst, bytes);
-      const auto target = reinterpret_cast<std::uintptr_t>(dst);
-      apply_acc_locked(parts.memory.control(call.proc)->acc, call.acc->datatype, call.acc->scale,
-                       region.local + (target - region.base), src, bytes, target);
+      acc_same_node(parts.memory.control(call.proc)->acc, *call.acc, region, src, dst, bytes);
     }};
 
 // ---------------------------------------------------------------- net/vector-msg
