@@ -510,13 +510,15 @@ static void test_notify(void) {
 /* "mp_rmw notify-held": a notification right behind NbPuts whose chunks a
  * pipeline still holds back, which the notification must not overtake. The
  * program sets what makes that certain in every network mode: the buffered
- * protocol with two 4 KiB buffers (an NbPut posts its first chunk, the rest
- * wait for a buffer) and no helper thread (nothing but this rank's own calls
- * into ARMCI posts them). The origin then stays out of ARMCI until the
- * target has checked the data: it spins on a word of a file the ranks of
- * its host share. So the check sees every byte only if the notification
- * itself waited for the chunks. A target on another host cannot write that
- * word; the origin then waits in ARMCI, and the check is a race it may win. */
+ * protocol with two 4 KiB buffers (a call posts at most one more chunk of
+ * each put, as the buffers allow: of the four 64 KiB puts, a handful of
+ * their 64 chunks are out when notify is called) and no helper thread
+ * (nothing but this rank's own calls into ARMCI posts the rest). The
+ * origin then stays out of ARMCI until the target has checked the data: it
+ * spins on a word of a file the ranks of its host share. So the check sees
+ * every byte only if the notification itself waited for the chunks. A
+ * target on another host cannot write that word; the origin then waits in
+ * ARMCI, and the check is a race it may win. */
 enum { HELD_PUTS = 4, HELD_BYTES = 64 * 1024 };
 
 static const char *const notify_held_settings[][2] = {
