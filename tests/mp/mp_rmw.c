@@ -17,7 +17,10 @@
  *    then exact totals (each home recomputes every rank's random choices
  *    from the seed); re-creation;
  *  - notify: ring of data + notify, Acc + notify, several notifications before
- *    the waits, self notification; return values and *pval checked;
+ *    the waits, self notification, notify right behind a 2 MiB NbPut;
+ *    return values and *pval checked;
+ *  - "mp_rmw notify-held" (its own run): notify behind NbPuts whose chunks a
+ *    pipeline certainly still holds back;
  *  - Put_flag: 64 KiB + flag around the ring; the target spins on the flag
  *    without calling ARMCI and then checks every byte.
  * MP_RMW_ITERS changes the number of iterations (default 60 per target for
@@ -269,20 +272,23 @@ static void update_block(void **base, pick_t p) {
  * never report one that did not happen. */
 static long *holders; /* [home * MAXMUTEX + mutex] */
 
-static void holders_open(void) {
+/* Zeroed memory the ranks of this host share (collective; munmap frees it). */
+static void *host_shared(const char *what, size_t bytes) {
   char name[64];
-  snprintf(name, sizeof name, "/mp_rmw_holders_%ld", (long)getppid());
-  size_t bytes = sizeof(long) * (size_t)mp_np * MAXMUTEX;
+  snprintf(name, sizeof name, "/mp_rmw_%s_%ld", what, (long)getppid());
   int fd = shm_open(name, O_CREAT | O_RDWR, 0600);
-  MP_CHECK(fd >= 0 && ftruncate(fd, (off_t)bytes) == 0, "shared holder counts %s: %s", name, strerror(errno));
-  holders = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  MP_CHECK(holders != MAP_FAILED, "mapping %s: %s", name, strerror(errno));
+  MP_CHECK(fd >= 0 && ftruncate(fd, (off_t)bytes) == 0, "shared %s %s: %s", what, name, strerror(errno));
+  void *shared = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  MP_CHECK(shared != MAP_FAILED, "mapping %s: %s", name, strerror(errno));
   close(fd);
   ARMCI_Barrier(); /* every rank of this host has it mapped: the name can go */
   shm_unlink(name);
-  memset(holders, 0, bytes); /* nobody locks before the next barrier */
+  memset(shared, 0, bytes); /* nobody uses it before the next barrier */
   ARMCI_Barrier();
+  return shared;
 }
+
+static void holders_open(void) { holders = host_shared("holders", sizeof(long) * (size_t)mp_np * MAXMUTEX); }
 
 static void holders_close(void) { munmap(holders, sizeof(long) * (size_t)mp_np * MAXMUTEX); }
 
@@ -397,18 +403,18 @@ static void test_mutexes(void) {
 
 /* ------------------------------------------------------------ notify, Put_flag */
 
-enum { NOTE_BYTES = 4096, FLAG_BYTES = 65536, NOTE_ROUNDS = 20, FLAG_ROUNDS = 10 };
+enum { NOTE_BYTES = 4096, FLAG_BYTES = 65536, NOTE_ROUNDS = 20, FLAG_ROUNDS = 10, NB_BYTES = 2 << 20, NB_ROUNDS = 5 };
 
 static unsigned char round_byte(int origin, int round, size_t i) { return mp_pattern(origin, round, i); }
 
 static void test_notify(void) {
   int next = (mp_me + 1) % mp_np, prev = (mp_me + mp_np - 1) % mp_np;
-  /* [inbox: NOTE_BYTES][acc slot: long][flags: np ints][flag inbox: FLAG_BYTES] */
+  /* [inbox: NOTE_BYTES][acc slot: long][flags: np ints][flag inbox: NB_BYTES] */
   size_t off_acc = NOTE_BYTES, off_flags = NOTE_BYTES + 64, off_fbox = off_flags + 64 * (size_t)mp_np;
-  size_t bytes = off_fbox + FLAG_BYTES;
+  size_t bytes = off_fbox + NB_BYTES;
   void **base = mp_alloc_all(bytes);
   char *mine = base[mp_me];
-  unsigned char *src = malloc(FLAG_BYTES);
+  unsigned char *src = malloc(NB_BYTES);
   ARMCI_Barrier();
 
   /* Ring: data, then the notification; the wait must see the data. */
@@ -448,21 +454,28 @@ static void test_notify(void) {
   ARMCI_Barrier();
 
   /* A notification right behind an NbPut still in flight, from malloc'd
-   * memory and large enough for the pipelined protocols: the wait must see
-   * the data all the same. */
-  for (int round = 0; round < NOTE_ROUNDS && mp_np > 1; round++) {
+   * memory: the wait must see the data all the same. 2 MiB is
+   * ARMCI_OFFLOAD_MIN, from which UCX within a host hands the chunks to the
+   * helper (ucx-buffered: 512 chunks through two buffers), so most of them
+   * are still to be posted when the notification is asked for. The last
+   * byte, posted last, is checked first. Whether the target looks before
+   * the helper has posted them is timing: the notify-held case below makes
+   * it certain. */
+  for (int round = 0; round < NB_ROUNDS && mp_np > 1; round++) {
     mp_set_where("notify behind NbPut round %d", round);
-    for (size_t i = 0; i < FLAG_BYTES; i++) src[i] = round_byte(mp_me + 200, round, i);
+    for (size_t i = 0; i < NB_BYTES; i++) src[i] = round_byte(mp_me + 200, round, i);
     armci_hdl_t h;
     ARMCI_INIT_HANDLE(&h);
-    MP_CHECK_INT(0, ARMCI_NbPut(src, (char *)base[next] + off_fbox, FLAG_BYTES, next, &h));
+    MP_CHECK_INT(0, ARMCI_NbPut(src, (char *)base[next] + off_fbox, NB_BYTES, next, &h));
     MP_CHECK_INT(++sent, armci_notify(next));
     MP_CHECK_INT(++waited, armci_notify_wait(prev, NULL));
     const unsigned char *box = (const unsigned char *)(mine + off_fbox);
-    for (size_t i = 0; i < FLAG_BYTES; i++)
-      if (box[i] != round_byte(prev + 200, round, i))
-        MP_CHECK(0, "byte %zu is 0x%02x after the notification, expected 0x%02x", i, box[i],
+    for (size_t i = NB_BYTES; i-- > 0;) {
+      const unsigned char seen = box[i];
+      if (seen != round_byte(prev + 200, round, i))
+        MP_CHECK(0, "byte %zu of %d is 0x%02x after the notification, expected 0x%02x", i, NB_BYTES, seen,
                  round_byte(prev + 200, round, i));
+    }
     MP_CHECK_INT(0, ARMCI_Wait(&h));
     ARMCI_Barrier(); /* nobody overwrites an inbox before its owner has checked it */
   }
@@ -494,7 +507,117 @@ static void test_notify(void) {
   free(base);
 }
 
+/* "mp_rmw notify-held": a notification right behind NbPuts whose chunks a
+ * pipeline still holds back, which the notification must not overtake. The
+ * program sets what makes that certain in every network mode: the buffered
+ * protocol with two 4 KiB buffers (a call posts at most one more chunk of
+ * each put, as the buffers allow: of the four 64 KiB puts, a handful of
+ * their 64 chunks are out when notify is called) and no helper thread
+ * (nothing but this rank's own calls into ARMCI posts the rest). The
+ * origin then stays out of ARMCI until the target has checked the data: it
+ * spins on a word of a file the ranks of its host share. So the check sees
+ * every byte only if the notification itself waited for the chunks. A
+ * target on another host cannot write that word; the origin then waits in
+ * ARMCI, and the check is a race it may win. */
+enum { HELD_PUTS = 4, HELD_BYTES = 64 * 1024 };
+
+static const char *const notify_held_settings[][2] = {
+    {"ARMCI_HELPER", "none"}, {"ARMCI_PROTOCOL", "buffered"}, {"ARMCI_BUFFER_COUNT", "2"}, {"ARMCI_BUFFER_CHUNK", "4096"}};
+
+static unsigned char held_byte(int origin, int target, size_t i) { return mp_pattern(origin + 300, target, i); }
+
+/* Bytes of the target's inbox unlike the origin's, and the first of them
+ * as it was read (the rest may land while the failure is reported). */
+static size_t held_wrong(const unsigned char *box, int origin, size_t *first, unsigned char *seen) {
+  size_t bad = 0;
+  for (size_t i = HELD_PUTS * (size_t)HELD_BYTES; i-- > 0;)
+    if (box[i] != held_byte(origin, mp_me, i)) {
+      bad++;
+      *first = i;
+      *seen = box[i];
+    }
+  return bad;
+}
+
+static void test_notify_held(void) {
+  /* [np words: 1 for each rank of this host][np words: the turn each target checked] */
+  const size_t words = 2 * (size_t)mp_np;
+  long *present = host_shared("held", words * sizeof(long)), *checked = present + mp_np;
+  __atomic_store_n(&present[mp_me], 1, __ATOMIC_RELEASE);
+
+  const size_t total = HELD_PUTS * (size_t)HELD_BYTES;
+  void **base = mp_alloc_all(total);
+  unsigned char *mine = base[mp_me];
+  unsigned char *src = malloc(total);
+  MP_CHECK(src != NULL, "malloc of %zu bytes failed", total);
+  int *sent = calloc((size_t)mp_np, sizeof(int)), *waited = calloc((size_t)mp_np, sizeof(int));
+  MP_CHECK(sent != NULL && waited != NULL, "%s", "calloc failed");
+  ARMCI_Barrier();
+  /* Each rank is the origin once, to the next: a pair at a time, the others wait. */
+  for (int turn = 0; turn < mp_np && mp_np > 1; turn++) {
+    const int origin = turn, target = (turn + 1) % mp_np;
+    mp_set_where("notify behind held-back NbPuts, rank %d to rank %d", origin, target);
+    if (mp_me == origin) {
+      for (size_t i = 0; i < total; i++) src[i] = held_byte(origin, target, i);
+      armci_hdl_t h[HELD_PUTS];
+      for (int k = 0; k < HELD_PUTS; k++) {
+        ARMCI_INIT_HANDLE(&h[k]);
+        MP_CHECK_INT(0, ARMCI_NbPut(src + (size_t)k * HELD_BYTES, (char *)base[target] + (size_t)k * HELD_BYTES,
+                                    HELD_BYTES, target, &h[k]));
+      }
+      MP_CHECK_INT(++sent[target], armci_notify(target));
+      if (__atomic_load_n(&present[target], __ATOMIC_ACQUIRE)) {
+        double deadline = mp_now() + 60;
+        while (__atomic_load_n(&checked[target], __ATOMIC_ACQUIRE) != turn + 1) {
+          MP_CHECK(mp_now() < deadline, "rank %d has not checked its inbox after 60 s", target);
+          sched_yield();
+        }
+      }
+      int v = -1;
+      armci_notify_wait(target, &v); /* the target checked */
+      MP_CHECK_INT(++waited[target], v);
+      for (int k = 0; k < HELD_PUTS; k++) MP_CHECK_INT(0, ARMCI_Wait(&h[k]));
+    } else if (mp_me == target) {
+      int v = -1;
+      armci_notify_wait(origin, &v);
+      MP_CHECK_INT(++waited[origin], v);
+      size_t first = 0;
+      unsigned char seen = 0;
+      size_t bad = held_wrong(mine, origin, &first, &seen);
+      __atomic_store_n(&checked[mp_me], turn + 1, __ATOMIC_RELEASE);
+      MP_CHECK_INT(++sent[origin], armci_notify(origin));
+      MP_CHECK(bad == 0,
+               "%zu of %zu bytes not there after the notification, first at byte %zu (0x%02x, expected 0x%02x): "
+               "the notification overtook chunks a pipeline had not posted",
+               bad, total, first, seen, held_byte(origin, mp_me, first));
+    }
+    ARMCI_Barrier();
+    if (mp_me == target) {
+      size_t first = 0;
+      unsigned char seen = 0;
+      size_t bad = held_wrong(mine, origin, &first, &seen);
+      MP_CHECK(bad == 0, "%zu of %zu bytes wrong after ARMCI_Wait and the barrier, first at byte %zu (0x%02x)", bad,
+               total, first, seen);
+    }
+  }
+  mp_set_where("%s", "");
+  free(sent);
+  free(waited);
+  free(src);
+  ARMCI_Free(mine);
+  free(base);
+  munmap(present, words * sizeof(long));
+}
+
 int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "notify-held") == 0) {
+    for (size_t i = 0; i < sizeof notify_held_settings / sizeof notify_held_settings[0]; i++)
+      setenv(notify_held_settings[i][0], notify_held_settings[i][1], 1);
+    mp_init(&argc, &argv);
+    test_notify_held();
+    ARMCI_Barrier();
+    return mp_finish("mp_rmw");
+  }
   mp_init(&argc, &argv);
   int iters = mp_env_int("MP_RMW_ITERS", 0);
   K = iters > 0 ? iters : 60;
