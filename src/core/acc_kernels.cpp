@@ -38,11 +38,14 @@ template <typename T, bool Unit>
   }
 }
 
+// The loops start on a 64-byte boundary: AMD Zen's op cache holds code by
+// 64-byte line, and the vectorised add (24 bytes) runs at half speed where it
+// straddles two lines, so without this the Acc's speed depended on where the
+// linker happened to put the kernel (4.6 KiB: 42 against 81 ns per call).
 template <typename T>
-[[gnu::optimize("tree-vectorize"), ARMCI_ACC_CLONES]] void accumulate_typed(int, const AccScale& scale, void* __restrict dst,
-                                                                            const void* __restrict src, std::size_t bytes,
-                                                                            std::size_t rows, std::ptrdiff_t dst_stride,
-                                                                            std::ptrdiff_t src_stride) {
+[[gnu::optimize("tree-vectorize", "align-loops=64"), ARMCI_ACC_CLONES]] void accumulate_typed(
+    int, const AccScale& scale, void* __restrict dst, const void* __restrict src, std::size_t bytes, std::size_t rows,
+    std::ptrdiff_t dst_stride, std::ptrdiff_t src_stride) {
   const std::size_t count = bytes / sizeof(T);
   T factor;
   std::memcpy(&factor, scale.bytes, sizeof(T));
