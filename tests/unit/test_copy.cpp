@@ -5,7 +5,7 @@
 
 #include "src/core/copy.hpp"
 
-// Every size around the vector widths and thresholds, at page offsets that
+// Every size around the vector widths and thresholds (2 KiB, 16 KiB, 1 MiB), at page offsets that
 // take the backward path (dst a little ahead of src) and those that don't.
 TEST(Copy, AllSizesAndRelativeOffsets) {
   const std::size_t page = 4096;
@@ -14,7 +14,7 @@ TEST(Copy, AllSizesAndRelativeOffsets) {
   auto* s_page = reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(src.data()) + page - 1) & ~(page - 1));
   auto* d_page = reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(dst.data()) + page - 1) & ~(page - 1));
   for (std::size_t size : {0ul, 1ul, 31ul, 32ul, 33ul, 1023ul, 1024ul, 1057ul, 2047ul, 2048ul, 2049ul, 4096ul,
-                            3 * page + 17, 48ul * 1024, 48ul * 1024 + 1, 65536ul + 17, 200000ul, 1048575ul,
+                            3 * page + 17, 16383ul, 16384ul, 16385ul, 48ul * 1024, 48ul * 1024 + 1, 65536ul + 17, 200000ul, 1048575ul,
                             1048576ul}) {
     for (std::size_t src_off : {0ul, 1ul, 16ul, 100ul}) {
       for (std::size_t delta : {0ul, 1ul, 8ul, 16ul, 64ul, 255ul, 256ul, 2000ul}) {
