@@ -92,12 +92,13 @@ static int up_rank(void) { return (nas.me + 1) % nas.np; }
 static int down_rank(void) { return (nas.me + nas.np - 1) % nas.np; }
 
 /* Returns once this rank's ghosts of the exchanged array hold the
- * neighbours' planes. */
+ * neighbours' planes. With two ranks both neighbours are one rank, and one
+ * notification covers both planes (halo_start). */
 static void halo_arrived(void) {
   if (!halo.pending) return;
   const double t0 = nas_wtime();
   armci_notify_wait(down_rank(), NULL);
-  armci_notify_wait(up_rank(), NULL);
+  if (up_rank() != down_rank()) armci_notify_wait(up_rank(), NULL);
   halo.pending = 0;
   nas_comm_toc(nas_phase("halo wait"), t0);
 }
@@ -162,7 +163,7 @@ static void halo_start(const level_t *l, double *u, void **bases) {
     ARMCI_NbPut(first, down_ghost, bytes, down, &h[1]);
   }
   armci_notify(up);
-  armci_notify(down);
+  if (down != up) armci_notify(down);
   nas_comm_toc(nas_phase("halo issue"), t0);
 }
 
