@@ -79,7 +79,6 @@ static void wrap_z(const level_t *l, double *u) {
 enum { HALO_SENT = 4 };
 static struct {
   int pending;           /* started, the neighbours' planes not yet waited */
-  const double *array;   /* the array whose planes travel */
   /* armci-nb: puts not yet waited (array NULL: a free slot), reused in turn */
   struct {
     const double *array;
@@ -146,7 +145,6 @@ static void halo_start(const level_t *l, double *u, void **bases) {
   double *up_ghost = (double *)bases[up];
   double *down_ghost = (double *)bases[down] + AT(l, l->L + 1, 0, 0);
   halo.pending = 1;
-  halo.array = u;
   if (nas.variant == NAS_ARMCI) {
     ARMCI_Put(last, up_ghost, bytes, up);
     ARMCI_Put(first, down_ghost, bytes, down);
