@@ -18,8 +18,10 @@
  * still being read: a rank puts operator n's planes only after both
  * neighbours told it they finished operator n-1, so they are in operator n
  * or later, and no operator reads the ghosts of the array it writes.
- * Notifications are counted per peer and shared with the allgather and the
- * reductions, so a pending exchange is finished before either.
+ * The notification follows the puts at once; their completion is waited
+ * only before their planes are written again. Notifications are counted
+ * per peer and shared with the allgather, so a pending exchange has
+ * arrived before it.
  */
 #include "nas_common.h"
 
@@ -72,50 +74,61 @@ static void wrap_z(const level_t *l, double *u) {
 /* The exchange of one array's boundary planes: each rank sends its slab's
  * first plane to the rank below (that rank's upper ghost) and its last plane
  * to the rank above (its lower ghost). One put per face: a plane is
- * contiguous. At most one exchange is in flight. */
+ * contiguous. At most one exchange is awaited at a time; armci-nb's puts
+ * may still be reading their planes after it arrived (see halo_release). */
+enum { HALO_SENT = 4 };
 static struct {
-  int pending;           /* started, not yet finished */
-  int notified;          /* armci-nb: the neighbours have been told */
-  const double *array;   /* the array whose planes travel */
-  armci_hdl_t handles[2];
+  int pending;           /* started, the neighbours' planes not yet waited */
+  /* armci-nb: puts not yet waited (array NULL: a free slot), reused in turn */
+  struct {
+    const double *array;
+    armci_hdl_t handles[2];
+  } sent[HALO_SENT];
+  int next;
 } halo;
 
 static int up_rank(void) { return (nas.me + 1) % nas.np; }
 static int down_rank(void) { return (nas.me + nas.np - 1) % nas.np; }
 
-/* armci-nb: tells the neighbours as soon as both puts completed locally;
- * armci_notify orders itself after them, so the notification never lands
- * before the planes. Called between planes while computing. */
-static void halo_progress(void) {
-  if (!halo.pending || halo.notified || nas.variant != NAS_ARMCI_NB) return;
-  if (ARMCI_Test(&halo.handles[0]) != 0 || ARMCI_Test(&halo.handles[1]) != 0) return;
-  armci_notify(up_rank());
-  armci_notify(down_rank());
-  halo.notified = 1;
-}
-
 /* Returns once this rank's ghosts of the exchanged array hold the
- * neighbours' planes and its own planes may be written again. */
-static void halo_finish(void) {
+ * neighbours' planes. With two ranks both neighbours are one rank, and one
+ * notification covers both planes (halo_start). */
+static void halo_arrived(void) {
   if (!halo.pending) return;
   const double t0 = nas_wtime();
-  if (!halo.notified) {
-    ARMCI_Wait(&halo.handles[0]);
-    ARMCI_Wait(&halo.handles[1]);
-    armci_notify(up_rank());
-    armci_notify(down_rank());
-  }
   armci_notify_wait(down_rank(), NULL);
-  armci_notify_wait(up_rank(), NULL);
+  if (up_rank() != down_rank()) armci_notify_wait(up_rank(), NULL);
   halo.pending = 0;
   nas_comm_toc(nas_phase("halo wait"), t0);
 }
 
+static void wait_sent(int i) {
+  if (!halo.sent[i].array) return;
+  const double t0 = nas_wtime();
+  ARMCI_Wait(&halo.sent[i].handles[0]);
+  ARMCI_Wait(&halo.sent[i].handles[1]);
+  halo.sent[i].array = NULL;
+  nas_comm_toc(nas_phase("halo release"), t0);
+}
+
+/* armci-nb: a put reads its plane until it completed, which on an RC
+ * transport is when the target's acknowledgement came back, a network
+ * crossing after the data landed. So its completion is waited only here,
+ * before the array x (every array: NULL) is written again. */
+static void halo_release(const double *x) {
+  for (int i = 0; i < HALO_SENT; i++)
+    if (!x || halo.sent[i].array == x) wait_sent(i);
+}
+
 /* Starts the exchange of u's boundary planes. mpi: complete on return
  * (NPB's comm3). armci: the data is in place on return, the notifications
- * are waited by halo_finish. armci-nb: the puts are in flight. */
+ * are waited by halo_arrived. armci-nb: the puts are in flight, the
+ * notifications right behind them: armci_notify orders itself after this
+ * rank's puts to the peer, so the neighbour learns of the planes one
+ * crossing after they land, where notifying once the puts completed adds
+ * the acknowledgement's way back. */
 static void halo_start(const level_t *l, double *u, void **bases) {
-  halo_finish();
+  halo_arrived();
   const double t0 = nas_wtime();
   const int up = up_rank(), down = down_rank();
   const size_t plane = plane_size(l);
@@ -132,21 +145,23 @@ static void halo_start(const level_t *l, double *u, void **bases) {
   double *up_ghost = (double *)bases[up];
   double *down_ghost = (double *)bases[down] + AT(l, l->L + 1, 0, 0);
   halo.pending = 1;
-  halo.array = u;
   if (nas.variant == NAS_ARMCI) {
     ARMCI_Put(last, up_ghost, bytes, up);
     ARMCI_Put(first, down_ghost, bytes, down);
-    armci_notify(up);
-    armci_notify(down);
-    halo.notified = 1;
   } else {
-    ARMCI_INIT_HANDLE(&halo.handles[0]);
-    ARMCI_INIT_HANDLE(&halo.handles[1]);
-    ARMCI_NbPut(last, up_ghost, bytes, up, &halo.handles[0]);
-    ARMCI_NbPut(first, down_ghost, bytes, down, &halo.handles[1]);
-    halo.notified = 0;
-    halo_progress();
+    /* The oldest puts: long acknowledged, unless their array was not
+     * written since. */
+    wait_sent(halo.next);
+    armci_hdl_t *h = halo.sent[halo.next].handles;
+    halo.sent[halo.next].array = u;
+    halo.next = (halo.next + 1) % HALO_SENT;
+    ARMCI_INIT_HANDLE(&h[0]);
+    ARMCI_INIT_HANDLE(&h[1]);
+    ARMCI_NbPut(last, up_ghost, bytes, up, &h[0]);
+    ARMCI_NbPut(first, down_ghost, bytes, down, &h[1]);
   }
+  armci_notify(up);
+  if (down != up) armci_notify(down);
   nas_comm_toc(nas_phase("halo issue"), t0);
 }
 
@@ -169,35 +184,36 @@ static void run_planes(const op_t *op, int lo, int hi) {
   for (int i3 = lo; i3 <= hi; i3++) {
     op->planes(op, i3, i3);
     wrap_xy(op->out, op->dst, i3);
-    halo_progress();
   }
   nas_toc(nas_phase(op->name), t0);
 }
 
 /* Computes the operator and brings every ghost of its output up to date
  * (NPB's operator followed by comm3); with armci-nb the ghosts are up to
- * date once the next operator (or halo_finish) has waited for them. */
+ * date once the next operator (or halo_arrived) has waited for them. */
 static void apply(const op_t *op) {
   const level_t *l = op->out;
+  halo_release(op->dst);
   if (l->distributed && nas.np > 1) {
     if (nas.variant == NAS_ARMCI_NB) {
       /* The previous operator's planes travel while this one computes the
        * planes that do not need them; its own boundary planes go last and
        * travel while the next operator runs. */
-      if (halo.pending && halo.array == op->dst) halo_finish();
       run_planes(op, op->inner_lo, op->inner_hi);
-      halo_finish();
+      halo_arrived();
       run_planes(op, op->lo, op->inner_lo - 1);
       run_planes(op, op->inner_hi + 1, op->hi);
       halo_start(l, op->dst, op->dst_bases);
     } else {
       run_planes(op, op->lo, op->hi);
       halo_start(l, op->dst, op->dst_bases);
-      halo_finish();
+      halo_arrived();
     }
     return;
   }
-  halo_finish();
+  /* The planes read are here; the allgather's notifications are counted
+   * with the halo's and must not be taken for them. */
+  halo_arrived();
   run_planes(op, op->lo, op->hi);
   if (op->hi - op->lo + 1 < l->N) {
     /* Entering the replicated levels: each rank computed its share of the
@@ -330,15 +346,15 @@ static inline __attribute__((always_inline)) void interp_lines(const double *z00
 }
 
 /* u += P z (add) or u = P z (NPB's interp, trilinear): coarse point j
- * feeds fine points 2j and 2j+1. Fine ghost planes included: they come out
- * equal to what the neighbour computes for them, so no exchange follows. */
-static void interp(const level_t *cl, const double *z, const level_t *f, double *u, int add) {
-  halo_finish();
-  const double t0 = nas_wtime();
+ * feeds fine points 2j and 2j+1; coarse planes k3 = lo..hi (local), each
+ * with the plane above it, make fine planes 2 (k3 + z0c) - z0f and the one
+ * above (each fine point once, so in any order). */
+static void interp_planes(const level_t *cl, const double *z, const level_t *f, double *u, int add, int lo,
+                          int hi) {
   double z1[cl->n1], z2[cl->n1], z3[cl->n1];
   const int m = cl->n1;
-  for (int g3 = f->z0 / 2; g3 <= f->z0 / 2 + f->L / 2; g3++) {
-    const int k3 = g3 - cl->z0, i3 = 2 * g3 - f->z0;
+  for (int k3 = lo; k3 <= hi; k3++) {
+    const int i3 = 2 * (k3 + cl->z0) - f->z0;
     for (int k2 = 0; k2 < cl->n2 - 1; k2++) {
       const double *z00 = ROW(z, cl, k3, k2, 0, 0), *z01 = ROW(z, cl, k3, k2, 0, 1);
       const double *z10 = ROW(z, cl, k3, k2, 1, 0), *z11 = ROW(z, cl, k3, k2, 1, 1);
@@ -355,6 +371,23 @@ static void interp(const level_t *cl, const double *z, const level_t *f, double 
       else interp_lines(z00, z1, z2, z3, u00, u01, u10, u11, m, 0);
     }
   }
+}
+
+/* The whole fine slab, its ghost planes included: they come out equal to
+ * what the neighbour computes for them, so no exchange follows. z's
+ * exchange (armci-nb: started by the coarse level's last operator) travels
+ * while the coarse planes that read no ghost of z are interpolated. */
+static void interp(const level_t *cl, const double *z, const level_t *f, double *u, int add) {
+  halo_release(u);
+  const int lo = f->z0 / 2 - cl->z0, hi = lo + f->L / 2;
+  const int inner_lo = lo > 1 ? lo : 1, inner_hi = hi < cl->L - 1 ? hi : cl->L - 1;
+  double t0 = nas_wtime();
+  interp_planes(cl, z, f, u, add, inner_lo, inner_hi);
+  nas_toc(nas_phase("interp"), t0);
+  halo_arrived();
+  t0 = nas_wtime();
+  interp_planes(cl, z, f, u, add, lo, inner_lo - 1);
+  interp_planes(cl, z, f, u, add, inner_hi + 1, hi);
   nas_toc(nas_phase("interp"), t0);
 }
 
@@ -369,7 +402,7 @@ static void psinv(level_t *l, double *r, double *u, void **ubases) {
 }
 
 /* Brings the z ghosts of a level's array up to date: the neighbours' planes
- * (started here, finished by halo_finish) or the periodic wrap. */
+ * (started here, waited by halo_arrived) or the periodic wrap. */
 static void ghosts_start(const level_t *l, double *x, void **bases) {
   if (l->distributed && nas.np > 1) halo_start(l, x, bases);
   else wrap_z(l, x);
@@ -389,8 +422,10 @@ static void resid_psinv(level_t *l, double *rhs) {
   const op_t smooth = {stencil_planes, "psinv", l, l, l->u, l->r, NULL, l->ubases, 1, L, 2, L - 1};
   /* u's ghosts must be in place; putting r's planes needs the neighbours
    * past their last read of r's ghosts: both hold once the pending
-   * exchange finished. */
-  halo_finish();
+   * exchange arrived. */
+  halo_arrived();
+  halo_release(l->r);
+  halo_release(l->u);
   run_planes(&res, 1, 1);
   run_planes(&res, L, L);
   ghosts_start(l, l->r, l->rbases);
@@ -399,11 +434,11 @@ static void resid_psinv(level_t *l, double *rhs) {
     if (i3 > 2) run_planes(&smooth, i3 - 1, i3 - 1);
   }
   if (L > 2) run_planes(&smooth, L - 1, L - 1);
-  halo_finish();
+  halo_arrived();
   run_planes(&smooth, 1, 1);
   run_planes(&smooth, L, L);
   ghosts_start(l, l->u, l->ubases);
-  if (nas.variant != NAS_ARMCI_NB) halo_finish();
+  if (nas.variant != NAS_ARMCI_NB) halo_arrived();
 }
 
 static void rprj3(level_t *f, level_t *cl) {
@@ -415,7 +450,10 @@ static void rprj3(level_t *f, level_t *cl) {
   apply(&op);
 }
 
-static void zero(const level_t *l, double *u) { memset(u, 0, sizeof(double) * plane_size(l) * l->n3); }
+static void zero(const level_t *l, double *u) {
+  halo_release(u);
+  memset(u, 0, sizeof(double) * plane_size(l) * l->n3);
+}
 
 /* NPB's mg3P: one V-cycle. */
 static void mg3p(void) {
@@ -432,7 +470,7 @@ static void mg3p(void) {
 
 /* L2 norm (over the whole grid) and max norm of the top level's interior. */
 static void norm2u3(const double *r, double *rnm2, double *rnmu) {
-  halo_finish();
+  halo_arrived();
   const double t0 = nas_wtime();
   const level_t *l = &lev[lt];
   double s = 0.0, m = 0.0;
@@ -476,7 +514,7 @@ static void offer(cand_t *best, double value, long where, int sign) {
 static void zran3(double *z, void **zbases) {
   /* The allgather below counts notifications from the same ranks as the
    * halo: the two must not interleave. */
-  halo_finish();
+  halo_arrived();
   const level_t *l = &lev[lt];
   const long n = l->N;
   const double amult = 1220703125.0;
@@ -548,7 +586,7 @@ static void zran3(double *z, void **zbases) {
   for (int i3 = 1; i3 <= l->L; i3++) wrap_xy(l, z, i3);
   if (l->distributed && nas.np > 1) {
     halo_start(l, z, zbases);
-    halo_finish();
+    halo_arrived();
   } else {
     wrap_z(l, z);
   }
@@ -632,6 +670,7 @@ int main(int argc, char **argv) {
   char size[48];
   snprintf(size, sizeof size, "%dx%4dx%4d", nx, nx, nx);
   const int status = nas_report("MG", size, nit, t, mops, ok, comm);
+  halo_release(NULL);
   for (int k = 1; k <= lt; k++) {
     nas_free(lev[k].u, lev[k].ubases);
     nas_free(lev[k].r, lev[k].rbases);
