@@ -59,7 +59,7 @@ std::int64_t now_ns() {
 }
 }  // namespace
 
-void set_current_call(const char* call) {
+[[gnu::visibility("protected")]] void set_current_call(const char* call) {
   t_call = call;
   g_call.store(call, std::memory_order_relaxed);
 }

@@ -32,8 +32,8 @@ namespace armci {
 
 // The API call the application is in (set at every entry point), named by
 // errors that arise below it (peer failures, exceptions).
-// Protected, as copy_bytes: every entry point calls it.
-[[gnu::visibility("protected")]] void set_current_call(const char* call);
+// Protected where defined, as copy_bytes: every entry point calls it.
+void set_current_call(const char* call);
 const char* current_call();
 
 // No rank has died (g_first_dead); -1 stands for the launcher.

@@ -67,7 +67,7 @@ void Transfers::contiguous_looked_up(const Call& call, const void* src, void* ds
       .contiguous(parts_, call, src, dst, bytes);
 }
 
-void Transfers::acc_mapped(const Call& call, std::byte* local, const void* src, void* dst, std::size_t bytes) {
+[[gnu::visibility("protected")]] void Transfers::acc_mapped(const Call& call, std::byte* local, const void* src, void* dst, std::size_t bytes) {
   apply_acc_locked(memory_.control(call.proc)->acc, call.acc->datatype, call.acc->scale, local, src, bytes,
                    reinterpret_cast<std::uintptr_t>(dst));
 }

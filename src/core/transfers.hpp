@@ -115,8 +115,8 @@ class Transfers {
   // bad range and refreshes the entry), then the table's protocol.
   void contiguous_looked_up(const Call& call, const void* src, void* dst, std::size_t bytes, const char* argument);
   // acc/shm/locked at this process's address of the target range
-  // (protected, as copy_bytes).
-  [[gnu::visibility("protected")]] void acc_mapped(const Call& call, std::byte* local, const void* src, void* dst, std::size_t bytes);
+  // (protected where defined, as copy_bytes).
+  void acc_mapped(const Call& call, std::byte* local, const void* src, void* dst, std::size_t bytes);
   void handle_acc(int source, std::span<const std::byte> header, std::span<const std::byte> payload);
 
   const Peers& peers_;
