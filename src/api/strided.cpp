@@ -63,21 +63,11 @@ void copy_strided(const char* call, void* ptr, int levels, int* stride, int* cou
 
 }  // namespace
 
-int strided_call(const char* call, Op op, const AccArgs* acc, void* src, int* src_stride, void* dst, int* dst_stride,
-                 int* count, int levels, int proc, bool nb, armci_hdl_t* handle) {
-  Runtime& r = runtime(call);
-  // Zero levels is one contiguous piece (every 1-D patch of Global Arrays):
-  // the contiguous path checks and finds the remote region in one lookup,
-  // where the layout's checks, extent and protocol choice would cost more
-  // than copying a few KiB.
-  if (levels == 0 && count != nullptr && count[0] > 0 && src != nullptr && dst != nullptr) {
-    check_proc(call, r, proc);
-    if (acc != nullptr) check_strided_acc(call, *acc, count[0]);
-    return transfer(call, r, proc, nb, handle, [&](Completion& c, Mode mode, VectorBatches* aggregate) {
-      r.transfers().contiguous(Call{call, op, mode, proc, acc, c, aggregate}, src, dst,
-                               static_cast<std::size_t>(count[0]), op == Op::get ? "src_ptr" : "dst_ptr");
-    });
-  }
+namespace {
+
+// A strided call with stride levels (checks its whole extent first).
+int strided_levels(const char* call, Runtime& r, Op op, const AccArgs* acc, void* src, int* src_stride, void* dst,
+                   int* dst_stride, int* count, int levels, int proc, bool nb, armci_hdl_t* handle) {
   if (!check_strided(call, r, op, acc, src, src_stride, dst, dst_stride, count, levels, proc)) {
     if (nb && handle != nullptr) check_handle(call, handle);
     return 0;
@@ -88,17 +78,43 @@ int strided_call(const char* call, Op op, const AccArgs* acc, void* src, int* sr
   });
 }
 
+// Inlined into each entry point: zero levels is one contiguous piece (every
+// 1-D patch of Global Arrays), which the contiguous path checks and finds
+// in one lookup, where the layout's checks, extent and protocol choice
+// would cost more than copying a few KiB; and a call less on its way.
+[[gnu::always_inline]] inline int strided_entry(const char* call, Op op, const AccArgs* acc, void* src,
+                                                int* src_stride, void* dst, int* dst_stride, int* count, int levels,
+                                                int proc, bool nb, armci_hdl_t* handle) {
+  Runtime& r = runtime(call);
+  if (levels == 0 && count != nullptr && count[0] > 0 && src != nullptr && dst != nullptr) [[likely]] {
+    check_proc(call, r, proc);
+    if (acc != nullptr) check_strided_acc(call, *acc, count[0]);
+    return transfer(call, r, proc, nb, handle, [&](Completion& c, Mode mode, VectorBatches* aggregate) {
+      r.transfers().contiguous(Call{call, op, mode, proc, acc, c, aggregate}, src, dst,
+                               static_cast<std::size_t>(count[0]), op == Op::get ? "src_ptr" : "dst_ptr");
+    });
+  }
+  return strided_levels(call, r, op, acc, src, src_stride, dst, dst_stride, count, levels, proc, nb, handle);
+}
+
+}  // namespace
+
+int strided_call(const char* call, Op op, const AccArgs* acc, void* src, int* src_stride, void* dst, int* dst_stride,
+                 int* count, int levels, int proc, bool nb, armci_hdl_t* handle) {
+  return strided_entry(call, op, acc, src, src_stride, dst, dst_stride, count, levels, proc, nb, handle);
+}
+
 }  // namespace armci::api
 
 ARMCI_API_PEERS(int, ARMCI_PutS, (void* src_ptr, int src_stride_ar[], void* dst_ptr, int dst_stride_ar[], int count[],
                             int stride_levels, int proc)) {
-  return strided_call("ARMCI_PutS", Op::put, nullptr, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count,
+  return strided_entry("ARMCI_PutS", Op::put, nullptr, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count,
                       stride_levels, proc, false, nullptr);
 } ARMCI_PEERS_END(int)
 
 ARMCI_API_PEERS(int, ARMCI_GetS, (void* src_ptr, int src_stride_ar[], void* dst_ptr, int dst_stride_ar[], int count[],
                             int stride_levels, int proc)) {
-  return strided_call("ARMCI_GetS", Op::get, nullptr, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count,
+  return strided_entry("ARMCI_GetS", Op::get, nullptr, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count,
                       stride_levels, proc, false, nullptr);
 } ARMCI_PEERS_END(int)
 
@@ -106,19 +122,19 @@ ARMCI_API_PEERS(int, ARMCI_AccS, (int datatype, void* scale, void* src_ptr, int 
                             int dst_stride_ar[], int count[], int stride_levels, int proc)) {
   runtime("ARMCI_AccS");
   const AccArgs acc = acc_args("ARMCI_AccS", datatype, scale);
-  return strided_call("ARMCI_AccS", Op::acc, &acc, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count,
+  return strided_entry("ARMCI_AccS", Op::acc, &acc, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count,
                       stride_levels, proc, false, nullptr);
 } ARMCI_PEERS_END(int)
 
 ARMCI_API_PEERS(int, ARMCI_NbPutS, (void* src_ptr, int src_stride_ar[], void* dst_ptr, int dst_stride_ar[], int count[],
                               int stride_levels, int proc, armci_hdl_t* handle)) {
-  return strided_call("ARMCI_NbPutS", Op::put, nullptr, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count,
+  return strided_entry("ARMCI_NbPutS", Op::put, nullptr, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count,
                       stride_levels, proc, true, handle);
 } ARMCI_PEERS_END(int)
 
 ARMCI_API_PEERS(int, ARMCI_NbGetS, (void* src_ptr, int src_stride_ar[], void* dst_ptr, int dst_stride_ar[], int count[],
                               int stride_levels, int proc, armci_hdl_t* handle)) {
-  return strided_call("ARMCI_NbGetS", Op::get, nullptr, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count,
+  return strided_entry("ARMCI_NbGetS", Op::get, nullptr, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count,
                       stride_levels, proc, true, handle);
 } ARMCI_PEERS_END(int)
 
@@ -126,7 +142,7 @@ ARMCI_API_PEERS(int, ARMCI_NbAccS, (int datatype, void* scale, void* src_ptr, in
                               int dst_stride_ar[], int count[], int stride_levels, int proc, armci_hdl_t* handle)) {
   runtime("ARMCI_NbAccS");
   const AccArgs acc = acc_args("ARMCI_NbAccS", datatype, scale);
-  return strided_call("ARMCI_NbAccS", Op::acc, &acc, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count,
+  return strided_entry("ARMCI_NbAccS", Op::acc, &acc, src_ptr, src_stride_ar, dst_ptr, dst_stride_ar, count,
                       stride_levels, proc, true, handle);
 } ARMCI_PEERS_END(int)
 

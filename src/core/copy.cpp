@@ -59,7 +59,7 @@ const bool g_have_avx2 = __builtin_cpu_supports("avx2");
 
 }  // namespace
 
-void copy_bytes(void* dst, const void* src, std::size_t bytes) noexcept {
+[[gnu::visibility("protected")]] void copy_bytes(void* dst, const void* src, std::size_t bytes) noexcept {
   // glibc copies this range with `rep movsb` (from its threshold, 2 KiB
   // here, up to about the L2 size, where it turns to non-temporal stores).
   // On AMD CPUs with fast short `rep movsb` that string copy crawls when the

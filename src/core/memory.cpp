@@ -62,11 +62,10 @@ Memory::Memory(const Peers& peers, Progress& progress, Exchange exchange, std::s
       exchange_(std::move(exchange)),
       job_tag_(std::move(job_tag)),
       pids_(std::move(pids)),
+      regions_(peers.size()),
       keep_freed_bytes_(keep_freed_bytes),
       shm_fallback_(shm_fallback),
-      network_regions_(static_cast<std::size_t>(peers.size()), 0) {
-  regions_.resize(peers_.size());
-}
+      network_regions_(static_cast<std::size_t>(peers.size()), 0) {}
 
 Memory::~Memory() = default;
 

@@ -130,6 +130,9 @@ class Memory {
       region_missing(call, argument, proc, address, bytes);
     return *region;
   }
+  // The same-node regions found last, one per rank (RegionTable::recent):
+  // the address stays valid as long as this Memory.
+  const RecentRegion* recent_regions() const { return regions_.recent(); }
   // Fails (naming call, argument, proc) unless [address, address + bytes)
   // lies inside one ARMCI_Malloc region of proc: lets a multi-piece call
   // check its whole remote extent before it moves anything.

@@ -59,9 +59,12 @@ std::int64_t now_ns() {
 }
 }  // namespace
 
-void set_current_call(const char* call) {
-  t_call = call;
-  g_call.store(call, std::memory_order_relaxed);
+[[gnu::visibility("protected")]] void set_current_call(const char* call) {
+  // Written only when it changes: most calls repeat the previous one (a
+  // loop of puts), and right after a large copy a store waits for the
+  // copy's stores to drain, where a load does not.
+  if (t_call != call) t_call = call;
+  if (g_call.load(std::memory_order_relaxed) != call) g_call.store(call, std::memory_order_relaxed);
 }
 namespace {
 const char* call_of_this_thread() { return t_call ? t_call : g_call.load(std::memory_order_relaxed); }

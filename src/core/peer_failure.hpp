@@ -32,6 +32,7 @@ namespace armci {
 
 // The API call the application is in (set at every entry point), named by
 // errors that arise below it (peer failures, exceptions).
+// Protected where defined, as copy_bytes: every entry point calls it.
 void set_current_call(const char* call);
 const char* current_call();
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "platform/network.hpp"
@@ -27,12 +28,33 @@ struct Region {
   }
 };
 
+// The mapped region a lookup of one rank found last, for the same-node
+// fast path: after a copy of a few KiB the L1 cache no longer holds the
+// table's vectors, and every dependent load on the way to the copy's
+// address costs a miss. One flat entry per rank is one load. An empty
+// entry (local == nullptr) yields no address.
+struct alignas(32) RecentRegion {
+  std::uintptr_t base = 0;
+  std::size_t size = 0;
+  std::byte* local = nullptr;  // this process's mapping of base
+
+  // This process's address of [address, address + length), or nullptr when
+  // the range is not inside the region (or the entry is empty).
+  std::byte* local_address(std::uintptr_t address, std::size_t length) const {
+    const std::uintptr_t offset = address - base;
+    if (address < base || offset > size || length > size - offset) return nullptr;
+    return local + offset;
+  }
+};
+
 class RegionTable {
  public:
-  explicit RegionTable(int ranks = 0) : by_rank_(static_cast<std::size_t>(ranks)) {}
+  // The number of ranks is fixed: Transfers keeps the address of recent().
+  explicit RegionTable(int ranks)
+      : by_rank_(static_cast<std::size_t>(ranks)), recent_(new RecentRegion[static_cast<std::size_t>(ranks)]) {}
 
-  void resize(int ranks) { by_rank_.assign(static_cast<std::size_t>(ranks), {}); }
-
+  // Every change to a rank's regions empties its recent entry, so that the
+  // fast path never reaches a freed region or an old size of a new one.
   // Regions of one rank never overlap (they are that rank's live memory).
   void insert(int rank, const Region& region) {
     auto& list = by_rank_[static_cast<std::size_t>(rank)].regions;
@@ -40,6 +62,7 @@ class RegionTable {
                                [](const Region& r, std::uintptr_t b) { return r.base < b; });
     list.insert(at, region);
     by_rank_[static_cast<std::size_t>(rank)].last = 0;
+    recent_[static_cast<std::size_t>(rank)] = {};
   }
 
   bool erase(int rank, std::uintptr_t base) {
@@ -49,6 +72,7 @@ class RegionTable {
     if (at == entry.regions.end() || at->base != base) return false;
     entry.regions.erase(at);
     entry.last = 0;
+    recent_[static_cast<std::size_t>(rank)] = {};
     return true;
   }
 
@@ -56,23 +80,32 @@ class RegionTable {
     auto& entry = by_rank_[static_cast<std::size_t>(rank)];
     entry.regions.clear();
     entry.last = 0;
+    recent_[static_cast<std::size_t>(rank)] = {};
   }
 
   // The region of `rank` that holds all of [address, address + length), or
   // nullptr. O(1) when the same region as last time, O(log n) otherwise.
+  // A mapped region found becomes the rank's recent entry.
   const Region* find(int rank, std::uintptr_t address, std::size_t length) const {
     const auto& entry = by_rank_[static_cast<std::size_t>(rank)];
     const auto& list = entry.regions;
-    if (entry.last < list.size() && list[entry.last].contains(address, length))
-      return &list[entry.last];
-    auto after = std::upper_bound(list.begin(), list.end(), address,
-                                  [](std::uintptr_t a, const Region& r) { return a < r.base; });
-    if (after == list.begin()) return nullptr;
-    const Region& candidate = *(after - 1);
-    if (!candidate.contains(address, length)) return nullptr;
-    entry.last = static_cast<std::size_t>(&candidate - list.data());
-    return &candidate;
+    const Region* found = nullptr;
+    if (entry.last < list.size() && list[entry.last].contains(address, length)) {
+      found = &list[entry.last];
+    } else {
+      auto after = std::upper_bound(list.begin(), list.end(), address,
+                                    [](std::uintptr_t a, const Region& r) { return a < r.base; });
+      if (after == list.begin() || !(after - 1)->contains(address, length)) return nullptr;
+      found = &*(after - 1);
+      entry.last = static_cast<std::size_t>(found - list.data());
+    }
+    if (found->local != nullptr) recent_[static_cast<std::size_t>(rank)] = {found->base, found->size, found->local};
+    return found;
   }
+
+  // One entry per rank, at an address that never changes (the owner's
+  // thread only, like find()).
+  const RecentRegion* recent() const { return recent_.get(); }
 
   // The same answer as find(), for a thread other than the owner's: it
   // leaves the owner's one-entry cache alone.
@@ -92,6 +125,7 @@ class RegionTable {
     mutable std::size_t last = 0;  // the region the previous lookup found
   };
   std::vector<PerRank> by_rank_;
+  std::unique_ptr<RecentRegion[]> recent_;
 };
 
 }  // namespace armci

@@ -102,7 +102,9 @@ class Runtime {
   // ARMCI_MALLOC_KEEP within this node's share of /dev/shm.
   std::size_t malloc_keep_bytes() const;
 
-  static Runtime* instance_;
+  // Hidden: every entry point loads it, and no code outside the library
+  // does; a load from the GOT first would be one more cache miss.
+  [[gnu::visibility("hidden")]] static Runtime* instance_;
 
   Settings settings_;
   std::unique_ptr<platform::Bootstrap> bootstrap_;

@@ -29,6 +29,7 @@ Transfers::Transfers(const Peers& peers, Memory& memory, Progress& progress, Mes
       memory_(memory),
       progress_(progress),
       settings_(settings),
+      recent_(memory.recent_regions()),
       parts_{peers, memory, progress, messages, completions, vector_messages, pipeline, host, settings, *this} {
   if (progress_.has_network()) {
     // An Acc piece must fit one control message of the layer.
@@ -45,6 +46,30 @@ Transfers::Transfers(const Peers& peers, Memory& memory, Progress& progress, Mes
 void Transfers::select_protocols() {
   table_ = protocols::Table(progress_.has_network() ? &progress_.capabilities() : nullptr, progress_.helper_running(),
                             settings_);
+}
+
+void Transfers::contiguous_looked_up(const Call& call, const void* src, void* dst, std::size_t bytes,
+                                     const char* argument) {
+  // The table's choices for every same-node peer (shm/copy, shm/locked),
+  // started here so that they cost no call and no second region lookup.
+  const bool get = call.op == Op::get;
+  if (argument == nullptr) argument = get ? "src" : "dst";
+  const Region& region = memory_.find_region(call.name, argument, call.proc, get ? src : dst, bytes);
+  if (region.local != nullptr) [[likely]] {
+    if (call.op != Op::acc) {
+      copy_same_node(call.op, region, src, dst, bytes);
+    } else {
+      acc_same_node(memory_.control(call.proc)->acc, *call.acc, region, src, dst, bytes);
+    }
+    return;
+  }
+  table_.find(Operation{call.op, Shape::contiguous, call.mode}, memory_.route(call.proc, region), bytes)
+      .contiguous(parts_, call, src, dst, bytes);
+}
+
+[[gnu::visibility("protected")]] void Transfers::acc_mapped(const Call& call, std::byte* local, const void* src, void* dst, std::size_t bytes) {
+  apply_acc_locked(memory_.control(call.proc)->acc, call.acc->datatype, call.acc->scale, local, src, bytes,
+                   reinterpret_cast<std::uintptr_t>(dst));
 }
 
 bool Transfers::put_notify(const Call& call, const void* src, void* dst, std::size_t bytes, std::uint32_t tag) {

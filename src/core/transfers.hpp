@@ -77,24 +77,24 @@ class Transfers {
   // The remote range is checked here (contiguous) or must have been
   // checked by the caller (strided: the whole extent; vector: every piece).
   // `argument` names the remote pointer in errors (default "src"/"dst").
-  void contiguous(const Call& call, const void* src, void* dst, std::size_t bytes, const char* argument = nullptr) {
+  // Inlined into the API: a range inside the same-node region found last
+  // for call.proc costs one load (the recent entry) before the copy; any
+  // other goes through the region lookup, which checks it and says how it
+  // travels.
+  [[gnu::always_inline]] void contiguous(const Call& call, const void* src, void* dst, std::size_t bytes,
+                                         const char* argument = nullptr) {
     if (bytes == 0) [[unlikely]]
       return;
-    // The table's choices for every same-node peer (shm/copy, shm/locked),
-    // started here so that they cost no call and no second region lookup.
     const bool get = call.op == Op::get;
-    if (argument == nullptr) argument = get ? "src" : "dst";
-    const Region& region = memory_.find_region(call.name, argument, call.proc, get ? src : dst, bytes);
-    if (region.local != nullptr) [[likely]] {
-      if (call.op != Op::acc) {
-        copy_same_node(call.op, region, src, dst, bytes);
-      } else {
-        acc_same_node(memory_.control(call.proc)->acc, *call.acc, region, src, dst, bytes);
-      }
+    const RecentRegion& recent = recent_[call.proc];
+    if (std::byte* local = recent.local_address(reinterpret_cast<std::uintptr_t>(get ? src : dst), bytes))
+        [[likely]] {
+      if (get) copy_bytes(dst, local, bytes);
+      else if (call.op == Op::put) copy_bytes(local, src, bytes);
+      else acc_mapped(call, local, src, dst, bytes);
       return;
     }
-    table_.find(Operation{call.op, Shape::contiguous, call.mode}, memory_.route(call.proc, region), bytes)
-        .contiguous(parts_, call, src, dst, bytes);
+    contiguous_looked_up(call, src, dst, bytes, argument);
   }
   // A contiguous put that raises the target's notification count of `tag`
   // once its data is in place (the counted window fence). It goes to the
@@ -111,12 +111,19 @@ class Transfers {
   void vector(const Call& call, std::span<const VectorList> lists);
 
  private:
+  // contiguous() past the recent entry: the region lookup (which fails on a
+  // bad range and refreshes the entry), then the table's protocol.
+  void contiguous_looked_up(const Call& call, const void* src, void* dst, std::size_t bytes, const char* argument);
+  // acc/shm/locked at this process's address of the target range
+  // (protected where defined, as copy_bytes).
+  void acc_mapped(const Call& call, std::byte* local, const void* src, void* dst, std::size_t bytes);
   void handle_acc(int source, std::span<const std::byte> header, std::span<const std::byte> payload);
 
   const Peers& peers_;
   Memory& memory_;
   Progress& progress_;
   const Settings& settings_;
+  const RecentRegion* recent_;  // memory_.recent_regions()
   protocols::Parts parts_;
   protocols::Table table_;
 };

@@ -21,7 +21,10 @@
  * grouprank (ARMCI_Absolute_id of a rank outside the group), groupfreed
  * (ARMCI_Group_size of a freed group), msgop (armci_msg_dgop with op
  * "sqrt"), msglogical (armci_msg_dgop with "&&": integers only), msgtype
- * (armci_msg_gop_scope with type 9).
+ * (armci_msg_gop_scope with type 9), freed (ARMCI_Put into an allocation
+ * freed right after a good put to it), shrunk (the same, after a smaller
+ * allocation that may take the freed one's base: the put lands past its
+ * end).
  * Windows (over rank 1's watched region, ARMCI_Win_create): winepoch
  * (ARMCI_Win_put outside any epoch), winunlock (ARMCI_Win_unlock without
  * a lock), winrank (ARMCI_Win_lock of a rank outside the window's group),
@@ -77,6 +80,8 @@ static const struct {
     {"msgop", "armci_msg_dgop:op", ""},
     {"msglogical", "armci_msg_dgop:op:needs an integer type", ""},
     {"msgtype", "armci_msg_gop_scope:type", ""},
+    {"freed", "ARMCI_Put:dst", ""},
+    {"shrunk", "ARMCI_Put:dst", ""},
     {"winepoch", "ARMCI_Win_put:rank", ""},
     {"winunlock", "ARMCI_Win_unlock:rank", ""},
     {"winrank", "ARMCI_Win_lock:rank", ""},
@@ -115,6 +120,20 @@ static void watch_region(const volatile unsigned char *region) {
   }
 }
 
+/* Collective: an allocation of 2 * REGION that rank 0 puts to (so that the
+ * last region it found at rank 1 is this one), then frees; where that put
+ * went, in rank 1's part. */
+static char *put_then_free(int me, int np, const char *src) {
+  void **big = malloc(sizeof(void *) * (size_t)np);
+  MP_CHECK_INT(0, ARMCI_Malloc(big, 2 * REGION));
+  char *stale = (char *)big[1] + 2 * REGION - 8;
+  if (me == 0) MP_CHECK_INT(0, ARMCI_Put((void *)src, stale, 8, 1));
+  ARMCI_Barrier();
+  MP_CHECK_INT(0, ARMCI_Free(big[me]));
+  free(big);
+  return stale;
+}
+
 int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "--list") == 0) {
     for (int i = 0; i < NCASES; i++) printf("%s\t%s\t%s\n", cases[i].name, cases[i].expect, cases[i].expect_np2);
@@ -149,7 +168,13 @@ int main(int argc, char **argv) {
   int me = mp_me, np = mp_np;
   MP_CHECK(np >= 2, "needs at least 2 processes, has %d", np);
   void **base = malloc(sizeof(void *) * (size_t)np);
+  char *stale = NULL;
+  if (strcmp(c, "shrunk") == 0) stale = put_then_free(me, np, src);
   MP_CHECK_INT(0, ARMCI_Malloc(base, REGION));
+  if (strcmp(c, "shrunk") == 0 && me == 0)
+    printf("shrunk: the new allocation %s the freed one's base\n",
+           (char *)base[1] == stale + 8 - 2 * REGION ? "took" : "did not take");
+  if (strcmp(c, "freed") == 0) stale = put_then_free(me, np, src);
   memset(base[me], 0xA5, REGION);
   /* Collective, so every rank takes part: 2 mutexes per rank. */
   int mutex_case = strcmp(c, "mutexrange") == 0 || strcmp(c, "notheld") == 0 || strcmp(c, "createtwice") == 0;
@@ -234,6 +259,8 @@ int main(int argc, char **argv) {
     } else if (strcmp(c, "msgtype") == 0) {
       double x = 1;
       armci_msg_gop_scope(SCOPE_ALL, &x, 1, "+", 9);
+    } else if (strcmp(c, "freed") == 0 || strcmp(c, "shrunk") == 0) {
+      ARMCI_Put(src, stale, 8, 1);
     } else if (strcmp(c, "winepoch") == 0) {
       ARMCI_Win_put(src, 8, 1, 0, win);
     } else if (strcmp(c, "winunlock") == 0) {

@@ -67,3 +67,82 @@ TEST(RegionTable, ManyRegionsAgreeWithLinearSearch) {
     }
   }
 }
+
+namespace {
+Region mapped(std::uintptr_t base, std::size_t size, std::uintptr_t local) {
+  Region r = make(base, size);
+  r.local = reinterpret_cast<std::byte*>(local);
+  return r;
+}
+std::uintptr_t recent_address(const RegionTable& table, int rank, std::uintptr_t address, std::size_t length) {
+  return reinterpret_cast<std::uintptr_t>(table.recent()[rank].local_address(address, length));
+}
+}  // namespace
+
+TEST(RegionTable, RecentEntryHoldsTheMappedRegionFoundLast) {
+  RegionTable table(3);
+  table.insert(1, mapped(0x10000, 0x1000, 0x7000000));
+  table.insert(1, mapped(0x20000, 0x1000, 0x8000000));
+  EXPECT_EQ(recent_address(table, 1, 0x10010, 8), 0u);  // nothing found yet
+  ASSERT_NE(table.find(1, 0x10010, 8), nullptr);
+  EXPECT_EQ(recent_address(table, 1, 0x10010, 8), 0x7000010u);
+  EXPECT_EQ(recent_address(table, 1, 0x10000, 0x1000), 0x7000000u);  // the whole region
+  EXPECT_EQ(recent_address(table, 1, 0x10ff8, 9), 0u);                // runs past its end
+  EXPECT_EQ(recent_address(table, 1, 0x0fff0, 8), 0u);                // before it
+  EXPECT_EQ(recent_address(table, 1, 0x20000, 8), 0u);                // another region
+  EXPECT_EQ(recent_address(table, 1, 0x10000, SIZE_MAX), 0u);         // no wrap-around
+  EXPECT_EQ(recent_address(table, 0, 0x10010, 8), 0u);                // another rank
+  EXPECT_EQ(recent_address(table, 2, 0x10010, 8), 0u);
+  ASSERT_NE(table.find(1, 0x20100, 8), nullptr);
+  EXPECT_EQ(recent_address(table, 1, 0x20100, 8), 0x8000100u);
+  EXPECT_EQ(recent_address(table, 1, 0x10010, 8), 0u);  // one entry per rank: the last found
+}
+
+TEST(RegionTable, RecentEntryLeavesOutRegionsWithoutAMapping) {
+  RegionTable table(2);
+  table.insert(1, make(0x10000, 0x1000));  // a network peer's: reached through the layer
+  ASSERT_NE(table.find(1, 0x10010, 8), nullptr);
+  EXPECT_EQ(recent_address(table, 1, 0x10010, 8), 0u);
+  EXPECT_EQ(table.recent()[1].local, nullptr);
+}
+
+TEST(RegionTable, FreedRegionLeavesTheRecentEntry) {
+  RegionTable table(2);
+  table.insert(1, mapped(0x10000, 0x1000, 0x7000000));
+  ASSERT_NE(table.find(1, 0x10010, 8), nullptr);
+  ASSERT_NE(recent_address(table, 1, 0x10010, 8), 0u);
+  EXPECT_TRUE(table.erase(1, 0x10000));
+  EXPECT_EQ(recent_address(table, 1, 0x10010, 8), 0u);
+  EXPECT_EQ(table.find(1, 0x10010, 8), nullptr);
+  EXPECT_EQ(recent_address(table, 1, 0x10010, 8), 0u);  // a failed lookup fills nothing
+}
+
+TEST(RegionTable, NewRegionAtTheSameBaseIsFoundWithItsOwnSizeAndMapping) {
+  RegionTable table(2);
+  table.insert(1, mapped(0x10000, 0x4000, 0x7000000));
+  ASSERT_NE(table.find(1, 0x13000, 8), nullptr);
+  EXPECT_TRUE(table.erase(1, 0x10000));
+  table.insert(1, mapped(0x10000, 0x1000, 0x9000000));  // smaller, mapped elsewhere
+  EXPECT_EQ(recent_address(table, 1, 0x13000, 8), 0u);
+  EXPECT_EQ(table.find(1, 0x13000, 8), nullptr);  // past the new end
+  ASSERT_NE(table.find(1, 0x10010, 8), nullptr);
+  EXPECT_EQ(recent_address(table, 1, 0x10010, 8), 0x9000010u);
+  EXPECT_EQ(recent_address(table, 1, 0x10ff8, 16), 0u);
+}
+
+TEST(RegionTable, AnyChangeToARankEmptiesItsRecentEntryOnly) {
+  RegionTable table(3);
+  table.insert(1, mapped(0x10000, 0x1000, 0x7000000));
+  table.insert(2, mapped(0x10000, 0x1000, 0x8000000));
+  ASSERT_NE(table.find(1, 0x10000, 8), nullptr);
+  ASSERT_NE(table.find(2, 0x10000, 8), nullptr);
+  table.insert(1, mapped(0x30000, 0x1000, 0x9000000));  // an allocation added
+  EXPECT_EQ(recent_address(table, 1, 0x10000, 8), 0u);
+  EXPECT_EQ(recent_address(table, 2, 0x10000, 8), 0x8000000u);
+  ASSERT_NE(table.find(1, 0x10000, 8), nullptr);
+  table.clear(1);  // a dead peer's regions go
+  EXPECT_EQ(recent_address(table, 1, 0x10000, 8), 0u);
+  EXPECT_EQ(table.find(1, 0x10000, 8), nullptr);
+  EXPECT_FALSE(table.erase(2, 0x12345));  // no such region: nothing changes
+  EXPECT_EQ(recent_address(table, 2, 0x10000, 8), 0x8000000u);
+}
