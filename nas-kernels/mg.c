@@ -15,9 +15,14 @@
  * read no ghost, while the previous operator's boundary planes travel, then
  * waits for those, computes its own two boundary planes and puts them, to
  * travel while the next operator runs. Why a put never lands on a ghost
- * still being read: a rank puts operator n's planes only after both
- * neighbours told it they finished operator n-1, so they are in operator n
- * or later, and no operator reads the ghosts of the array it writes.
+ * still being read: a rank puts operator n's planes only after the
+ * neighbours it sends to told it they finished every operator that reads
+ * that ghost's old contents. Operators whose output is read only through
+ * its upper ghost (rprj3, the top level's residual) send one way, down, so
+ * the rank below hears nothing back from them; the last reader of the
+ * ghost they write is a psinv before the last exchange both ways, which
+ * the putting rank has waited for, and no operator reads the ghosts of the
+ * array it writes.
  * The notification follows the puts at once; their completion is waited
  * only before their planes are written again. Notifications are counted
  * per peer and shared with the allgather, so a pending exchange has
@@ -72,16 +77,22 @@ static void wrap_z(const level_t *l, double *u) {
 }
 
 /* The exchange of one array's boundary planes: each rank sends its slab's
- * first plane to the rank below (that rank's upper ghost) and its last plane
- * to the rank above (its lower ghost). One put per face: a plane is
- * contiguous. At most one exchange is awaited at a time; armci-nb's puts
- * may still be reading their planes after it arrived (see halo_release). */
+ * first plane to the rank below (that rank's upper ghost) and, unless only
+ * the upper ghost is read (HALO_UPPER), its last plane to the rank above
+ * (its lower ghost). One put per face: a plane is contiguous. At most one
+ * exchange is awaited at a time, except that armci-nb may start a one-way
+ * exchange before the one before it arrived (apply); its puts may still be
+ * reading their planes after it arrived (see halo_release). */
+typedef enum { HALO_UPPER = 1, HALO_BOTH = 2 } halo_dirs_t;
 enum { HALO_SENT = 4 };
 static struct {
-  int pending;           /* started, the neighbours' planes not yet waited */
+  /* started, the neighbours' planes not yet waited, oldest first */
+  halo_dirs_t pending[2];
+  int npending;
   /* armci-nb: puts not yet waited (array NULL: a free slot), reused in turn */
   struct {
     const double *array;
+    int count;
     armci_hdl_t handles[2];
   } sent[HALO_SENT];
   int next;
@@ -93,20 +104,24 @@ static int down_rank(void) { return (nas.me + nas.np - 1) % nas.np; }
 /* Returns once this rank's ghosts of the exchanged array hold the
  * neighbours' planes. With two ranks both neighbours are one rank, and one
  * notification covers both planes (halo_start). */
-static void halo_arrived(void) {
-  if (!halo.pending) return;
+static void halo_arrived_oldest(void) {
+  if (!halo.npending) return;
   const double t0 = nas_wtime();
-  armci_notify_wait(down_rank(), NULL);
-  if (up_rank() != down_rank()) armci_notify_wait(up_rank(), NULL);
-  halo.pending = 0;
+  armci_notify_wait(up_rank(), NULL);
+  if (halo.pending[0] == HALO_BOTH && up_rank() != down_rank()) armci_notify_wait(down_rank(), NULL);
+  halo.pending[0] = halo.pending[1];
+  halo.npending--;
   nas_comm_toc(nas_phase("halo wait"), t0);
+}
+
+static void halo_arrived(void) {
+  while (halo.npending) halo_arrived_oldest();
 }
 
 static void wait_sent(int i) {
   if (!halo.sent[i].array) return;
   const double t0 = nas_wtime();
-  ARMCI_Wait(&halo.sent[i].handles[0]);
-  ARMCI_Wait(&halo.sent[i].handles[1]);
+  for (int h = 0; h < halo.sent[i].count; h++) ARMCI_Wait(&halo.sent[i].handles[h]);
   halo.sent[i].array = NULL;
   nas_comm_toc(nas_phase("halo release"), t0);
 }
@@ -120,49 +135,58 @@ static void halo_release(const double *x) {
     if (!x || halo.sent[i].array == x) wait_sent(i);
 }
 
-/* Starts the exchange of u's boundary planes. mpi: complete on return
- * (NPB's comm3). armci: the data is in place on return, the notifications
- * are waited by halo_arrived. armci-nb: the puts are in flight, the
- * notifications right behind them: armci_notify orders itself after this
- * rank's puts to the peer, so the neighbour learns of the planes one
- * crossing after they land, where notifying once the puts completed adds
- * the acknowledgement's way back. */
-static void halo_start(const level_t *l, double *u, void **bases) {
-  halo_arrived();
+/* Starts the exchange of u's boundary planes (dirs: which ghosts are
+ * read before u is written again; the same in every variant). mpi:
+ * complete on return (NPB's comm3). armci: the data is in place on return,
+ * the notifications are waited by halo_arrived. armci-nb: the puts are in
+ * flight, the notifications right behind them: armci_notify orders itself
+ * after this rank's puts to the peer, so the neighbour learns of the planes
+ * one crossing after they land, where notifying once the puts completed
+ * adds the acknowledgement's way back. */
+static void halo_post(const level_t *l, double *u, void **bases, halo_dirs_t dirs) {
   const double t0 = nas_wtime();
-  const int up = up_rank(), down = down_rank();
+  const int up = up_rank(), down = down_rank(), both = dirs == HALO_BOTH;
   const size_t plane = plane_size(l);
   const int bytes = (int)(plane * sizeof(double));
   double *first = u + AT(l, 1, 0, 0), *last = u + AT(l, l->L, 0, 0);
   if (nas.variant == NAS_MPI) {
-    MPI_Sendrecv(last, (int)plane, MPI_DOUBLE, up, 1, u, (int)plane, MPI_DOUBLE, down, 1, MPI_COMM_WORLD,
-                 MPI_STATUS_IGNORE);
     MPI_Sendrecv(first, (int)plane, MPI_DOUBLE, down, 2, u + AT(l, l->L + 1, 0, 0), (int)plane, MPI_DOUBLE, up, 2,
                  MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (both)
+      MPI_Sendrecv(last, (int)plane, MPI_DOUBLE, up, 1, u, (int)plane, MPI_DOUBLE, down, 1, MPI_COMM_WORLD,
+                   MPI_STATUS_IGNORE);
     nas_comm_toc(nas_phase("halo exchange"), t0);
     return;
   }
   double *up_ghost = (double *)bases[up];
   double *down_ghost = (double *)bases[down] + AT(l, l->L + 1, 0, 0);
-  halo.pending = 1;
+  halo.pending[halo.npending++] = dirs;
   if (nas.variant == NAS_ARMCI) {
-    ARMCI_Put(last, up_ghost, bytes, up);
     ARMCI_Put(first, down_ghost, bytes, down);
+    if (both) ARMCI_Put(last, up_ghost, bytes, up);
   } else {
     /* The oldest puts: long acknowledged, unless their array was not
      * written since. */
     wait_sent(halo.next);
     armci_hdl_t *h = halo.sent[halo.next].handles;
     halo.sent[halo.next].array = u;
+    halo.sent[halo.next].count = both ? 2 : 1;
     halo.next = (halo.next + 1) % HALO_SENT;
     ARMCI_INIT_HANDLE(&h[0]);
-    ARMCI_INIT_HANDLE(&h[1]);
-    ARMCI_NbPut(last, up_ghost, bytes, up, &h[0]);
-    ARMCI_NbPut(first, down_ghost, bytes, down, &h[1]);
+    ARMCI_NbPut(first, down_ghost, bytes, down, &h[0]);
+    if (both) {
+      ARMCI_INIT_HANDLE(&h[1]);
+      ARMCI_NbPut(last, up_ghost, bytes, up, &h[1]);
+    }
   }
-  armci_notify(up);
-  if (down != up) armci_notify(down);
+  armci_notify(down);
+  if (both && down != up) armci_notify(up);
   nas_comm_toc(nas_phase("halo issue"), t0);
+}
+
+static void halo_start(const level_t *l, double *u, void **bases, halo_dirs_t dirs) {
+  halo_arrived();
+  halo_post(l, u, bases, dirs);
 }
 
 /* An operator computes interior planes lo..hi (local indices) of its
@@ -176,6 +200,7 @@ typedef struct op_s {
   void **dst_bases;
   int lo, hi;
   int inner_lo, inner_hi;
+  halo_dirs_t dirs;   /* the ghosts of dst read before it is written again */
 } op_t;
 
 static void run_planes(const op_t *op, int lo, int hi) {
@@ -195,7 +220,18 @@ static void apply(const op_t *op) {
   const level_t *l = op->out;
   halo_release(op->dst);
   if (l->distributed && nas.np > 1) {
-    if (nas.variant == NAS_ARMCI_NB) {
+    if (nas.variant == NAS_ARMCI_NB && op->dirs == HALO_UPPER && op->lo == op->inner_lo) {
+      /* The one plane sent reads no ghost: it goes first, before the
+       * previous operator's planes arrived (the rank below read its ghost's
+       * old contents before the last exchange both ways), so in a chain of
+       * such operators (the restriction) each plane travels while the
+       * sender computes two operators' interiors, not one. */
+      run_planes(op, op->lo, op->lo);
+      halo_post(l, op->dst, op->dst_bases, op->dirs);
+      run_planes(op, op->lo + 1, op->inner_hi);
+      halo_arrived_oldest();
+      run_planes(op, op->inner_hi + 1, op->hi);
+    } else if (nas.variant == NAS_ARMCI_NB) {
       /* The previous operator's planes travel while this one computes the
        * planes that do not need them; its own boundary planes go last and
        * travel while the next operator runs. */
@@ -203,10 +239,10 @@ static void apply(const op_t *op) {
       halo_arrived();
       run_planes(op, op->lo, op->inner_lo - 1);
       run_planes(op, op->inner_hi + 1, op->hi);
-      halo_start(l, op->dst, op->dst_bases);
+      halo_start(l, op->dst, op->dst_bases, op->dirs);
     } else {
       run_planes(op, op->lo, op->hi);
-      halo_start(l, op->dst, op->dst_bases);
+      halo_start(l, op->dst, op->dst_bases, op->dirs);
       halo_arrived();
     }
     return;
@@ -391,20 +427,22 @@ static void interp(const level_t *cl, const double *z, const level_t *f, double 
   nas_toc(nas_phase("interp"), t0);
 }
 
+/* The top level's residual: read by norm2u3 (no ghost) and rprj3 (the
+ * upper ghost) before resid_psinv writes it again. */
 static void resid(level_t *l, double *u, double *vv, double *r, void **rbases) {
-  op_t op = {stencil_planes, "resid", l, l, r, u, vv, rbases, 1, l->L, 2, l->L - 1};
+  op_t op = {stencil_planes, "resid", l, l, r, u, vv, rbases, 1, l->L, 2, l->L - 1, HALO_UPPER};
   apply(&op);
 }
 
 static void psinv(level_t *l, double *r, double *u, void **ubases) {
-  op_t op = {stencil_planes, "psinv", l, l, u, r, NULL, ubases, 1, l->L, 2, l->L - 1};
+  op_t op = {stencil_planes, "psinv", l, l, u, r, NULL, ubases, 1, l->L, 2, l->L - 1, HALO_BOTH};
   apply(&op);
 }
 
 /* Brings the z ghosts of a level's array up to date: the neighbours' planes
  * (started here, waited by halo_arrived) or the periodic wrap. */
 static void ghosts_start(const level_t *l, double *x, void **bases) {
-  if (l->distributed && nas.np > 1) halo_start(l, x, bases);
+  if (l->distributed && nas.np > 1) halo_start(l, x, bases, HALO_BOTH);
   else wrap_z(l, x);
 }
 
@@ -418,8 +456,8 @@ static void ghosts_start(const level_t *l, double *x, void **bases) {
  * comes out as the two separate sweeps make it. */
 static void resid_psinv(level_t *l, double *rhs) {
   const int L = l->L;
-  const op_t res = {stencil_planes, "resid", l, l, l->r, l->u, rhs, l->rbases, 1, L, 2, L - 1};
-  const op_t smooth = {stencil_planes, "psinv", l, l, l->u, l->r, NULL, l->ubases, 1, L, 2, L - 1};
+  const op_t res = {stencil_planes, "resid", l, l, l->r, l->u, rhs, l->rbases, 1, L, 2, L - 1, HALO_BOTH};
+  const op_t smooth = {stencil_planes, "psinv", l, l, l->u, l->r, NULL, l->ubases, 1, L, 2, L - 1, HALO_BOTH};
   /* u's ghosts must be in place; putting r's planes needs the neighbours
    * past their last read of r's ghosts: both hold once the pending
    * exchange arrived. */
@@ -444,9 +482,11 @@ static void resid_psinv(level_t *l, double *rhs) {
 static void rprj3(level_t *f, level_t *cl) {
   /* The coarse planes whose centre lies on this rank's fine planes; coarse
    * plane j reads fine planes 2j-1..2j+1, so only the last one reads the
-   * fine upper ghost. */
+   * fine upper ghost, and no rank reads the lower one: the coarse residual
+   * is read by the next rprj3 and then overwritten by resid_psinv, which
+   * reads only its centre. */
   const int lo = f->z0 / 2 + 1 - cl->z0, hi = f->z0 / 2 + f->L / 2 - cl->z0;
-  op_t op = {rprj3_planes, "rprj3", cl, f, cl->r, f->r, NULL, cl->rbases, lo, hi, lo, hi - 1};
+  op_t op = {rprj3_planes, "rprj3", cl, f, cl->r, f->r, NULL, cl->rbases, lo, hi, lo, hi - 1, HALO_UPPER};
   apply(&op);
 }
 
@@ -585,7 +625,7 @@ static void zran3(double *z, void **zbases) {
   /* NPB's comm3 of v: the ghosts of the right-hand side. */
   for (int i3 = 1; i3 <= l->L; i3++) wrap_xy(l, z, i3);
   if (l->distributed && nas.np > 1) {
-    halo_start(l, z, zbases);
+    halo_start(l, z, zbases, HALO_BOTH);
     halo_arrived();
   } else {
     wrap_z(l, z);
