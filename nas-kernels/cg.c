@@ -100,8 +100,8 @@ static csr_t makea(int n, int nonzer, double shift, int firstrow, int lastrow) {
     }
   for (int j = 0; j < m.nrows; j++) m.rowstr[j + 1] += m.rowstr[j];
   const int nza = m.rowstr[m.nrows];
-  m.a = calloc((size_t)nza + 1, sizeof(double));
-  m.colidx = malloc(sizeof(int) * ((size_t)nza + 1));
+  m.a = nas_alloc_streamed(sizeof(double) * ((size_t)nza + 1));
+  m.colidx = nas_alloc_streamed(sizeof(int) * ((size_t)nza + 1));
   for (int k = 0; k < nza; k++) m.colidx[k] = -1;
   int *dups = calloc((size_t)m.nrows, sizeof(int));
 
@@ -174,8 +174,8 @@ static void split_columns(const csr_t *m, int c0, int c1, csr_t *inside, csr_t *
   for (int p = 0; p < 2; p++) {
     parts[p]->nrows = m->nrows;
     parts[p]->rowstr = malloc(sizeof(int) * ((size_t)m->nrows + 1));
-    parts[p]->colidx = malloc(sizeof(int) * ((size_t)m->rowstr[m->nrows] + 1));
-    parts[p]->a = malloc(sizeof(double) * ((size_t)m->rowstr[m->nrows] + 1));
+    parts[p]->colidx = nas_alloc_streamed(sizeof(int) * ((size_t)m->rowstr[m->nrows] + 1));
+    parts[p]->a = nas_alloc_streamed(sizeof(double) * ((size_t)m->rowstr[m->nrows] + 1));
     parts[p]->rowstr[0] = 0;
   }
   int n[2] = {0, 0};

@@ -64,6 +64,11 @@ void nas_barrier(void);
 double *nas_alloc(size_t count, void ***bases);
 void nas_free(double *p, void **bases);
 
+/* Zeroed private memory for a large array that the computation streams
+ * through on every iteration (CG's matrix), on 2 MiB pages where the
+ * system's transparent huge pages allow (madvise or always). free() it. */
+void *nas_alloc_streamed(size_t bytes);
+
 /* Sum / max of v[0..n-1] over every rank (n <= NAS_REDUCE_MAX); every rank
  * gets the bit-identical result. */
 #define NAS_REDUCE_MAX 4
