@@ -17,7 +17,9 @@ for f in sys.argv[1:]:
     with open(f, newline="") as fh:
         for r in csv.DictReader(fh):
             key = (r["kernel"], r["class"], r["nprocs"], r["variant"])
-            cells.setdefault(key, {})[(f, int(r["run"]))] = (float(r["seconds"]), float(r["comm_seconds"]))
+            # NPB's own rows have no communication seconds.
+            comm = float(r["comm_seconds"]) if r["comm_seconds"] else float("nan")
+            cells.setdefault(key, {})[(f, int(r["run"]))] = (float(r["seconds"]), comm)
 print("kernel class np variant   n  median    min-max       comm%  vs-mpi(medians)  "
       "pair ratios mpi/variant: median (min-max) each")
 for key in sorted(cells):
