@@ -56,11 +56,7 @@ void Transfers::contiguous_looked_up(const Call& call, const void* src, void* ds
   if (argument == nullptr) argument = get ? "src" : "dst";
   const Region& region = memory_.find_region(call.name, argument, call.proc, get ? src : dst, bytes);
   if (region.local != nullptr) [[likely]] {
-    if (call.op != Op::acc) {
-      copy_same_node(call.op, region, src, dst, bytes);
-    } else {
-      acc_same_node(memory_.control(call.proc)->acc, *call.acc, region, src, dst, bytes);
-    }
+    at_mapped(call, region.local + (reinterpret_cast<std::uintptr_t>(get ? src : dst) - region.base), src, dst, bytes);
     return;
   }
   table_.find(Operation{call.op, Shape::contiguous, call.mode}, memory_.route(call.proc, region), bytes)

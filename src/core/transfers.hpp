@@ -89,9 +89,7 @@ class Transfers {
     const RecentRegion& recent = recent_[call.proc];
     if (std::byte* local = recent.local_address(reinterpret_cast<std::uintptr_t>(get ? src : dst), bytes))
         [[likely]] {
-      if (get) copy_bytes(dst, local, bytes);
-      else if (call.op == Op::put) copy_bytes(local, src, bytes);
-      else acc_mapped(call, local, src, dst, bytes);
+      at_mapped(call, local, src, dst, bytes);
       return;
     }
     contiguous_looked_up(call, src, dst, bytes, argument);
@@ -114,6 +112,14 @@ class Transfers {
   // contiguous() past the recent entry: the region lookup (which fails on a
   // bad range and refreshes the entry), then the table's protocol.
   void contiguous_looked_up(const Call& call, const void* src, void* dst, std::size_t bytes, const char* argument);
+  // put/shm/copy, get/shm/copy or acc/shm/locked at this process's address
+  // of the remote range.
+  [[gnu::always_inline]] void at_mapped(const Call& call, std::byte* local, const void* src, void* dst,
+                                        std::size_t bytes) {
+    if (call.op == Op::get) copy_bytes(dst, local, bytes);
+    else if (call.op == Op::put) copy_bytes(local, src, bytes);
+    else acc_mapped(call, local, src, dst, bytes);
+  }
   // acc/shm/locked at this process's address of the target range
   // (protected where defined, as copy_bytes).
   void acc_mapped(const Call& call, std::byte* local, const void* src, void* dst, std::size_t bytes);
