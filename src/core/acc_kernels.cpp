@@ -42,6 +42,7 @@ template <typename T, bool Unit>
 // 64-byte line, and the vectorised add (24 bytes) runs at half speed where it
 // straddles two lines, so without this the Acc's speed depended on where the
 // linker happened to put the kernel (4.6 KiB: 42 against 81 ns per call).
+// tests/check-acc-alignment.sh reads the built library to hold this.
 template <typename T>
 [[gnu::optimize("tree-vectorize", "align-loops=64"), ARMCI_ACC_CLONES]] void accumulate_typed(
     int, const AccScale& scale, void* __restrict dst, const void* __restrict src, std::size_t bytes, std::size_t rows,
