@@ -2,7 +2,8 @@
 # Runs the NAS kernels (nas-kernels/mg, cg and the Fortran cg_f) in every
 # communication variant side by side, each configuration RUNS times
 # (default 3) with the configurations interleaved so that load from other
-# programs spreads over all of them; prints per kernel, class and process
+# programs spreads over all of them (the variants of one cell rotate their
+# order from run to run); prints per kernel, class and process
 # count the median time, the spread (min-max) and the speed-up over the
 # `mpi` variant, writes every run to a CSV and draws a chart.
 #
@@ -66,11 +67,14 @@ else
     esac
   }
 
-  # The configurations: kernel class np variant net.
-  configs=()
+  # The configurations: kernel class np variant net; the ones of one cell
+  # (kernel class np) compared with each other follow each other, and
+  # cell_first[i] is where cell i starts.
+  configs=() cell_first=()
   for c in ${classes//,/ }; do
     for k in ${kernels//,/ }; do
       for p in ${nps//,/ }; do
+        cell_first+=(${#configs[@]})
         variants="mpi armci armci-nb"
         [ "$k" = cg_f ] && variants=armci-nb
         if [ -n "${NPB_BIN:-}" ] && [ "$k" != cg_f ]; then
@@ -84,12 +88,28 @@ else
       done
     done
   done
+  cell_first+=(${#configs[@]})
+
+  # Run `run`'s order: within each cell the configurations rotate by one
+  # place per run, so each takes every place in turn. In a fixed order a
+  # variant always starts right after the same one exited and always at the
+  # same point of a load that comes and goes, which shows as a difference
+  # between variants that do identical work (all of them at np 1).
+  run_order() {
+    order=()
+    local i first len j
+    for ((i = 0; i + 1 < ${#cell_first[@]}; i++)); do
+      first=${cell_first[i]} len=$((cell_first[i + 1] - cell_first[i]))
+      for ((j = 0; j < len; j++)); do order+=("${configs[first + (j + $1 - 1) % len]}"); done
+    done
+  }
 
   echo "bench,kernel,class,nprocs,variant,net,run,seconds,mops,comm_seconds,binding" >"$csv"
   load_start=$(cut -d' ' -f1-3 /proc/loadavg)
   echo "== $((${#configs[@]} * runs)) runs: ${#configs[@]} configurations x $runs (machine load: $load_start)"
   for ((run = 1; run <= runs; run++)); do
-    for cfg in "${configs[@]}"; do
+    run_order "$run"
+    for cfg in "${order[@]}"; do
       read -r k c p v n <<<"$cfg"
       envs=()
       if [ "$n" != - ]; then for s in $(net_env "$n"); do envs+=(-x "$s"); done; fi
