@@ -163,6 +163,20 @@ inline void check_handle(const char* call, const armci_hdl_t* h) {
     fail(call, "argument 'handle' (%p) was not initialised with ARMCI_INIT_HANDLE", static_cast<const void*>(h));
 }
 
+// An initialised handle that holds no request: what ARMCI_INIT_HANDLE and
+// every completed operation leave, same-node ones from inside their call.
+inline bool handle_empty(const armci_hdl_t* h) { return h->request == -1 && (tag_bits(h) >> 24) == kMarker; }
+
+// ARMCI_Wait and ARMCI_Test on an empty handle, after ARMCI_Init: nothing
+// to wait for, nothing named in an error, and only the dead-peer check
+// every entry makes (the call's name is set when something can fail).
+inline bool empty_handle_entry(const armci_hdl_t* h) {
+  if (h == nullptr || !handle_empty(h) || Runtime::get() == nullptr) [[unlikely]]
+    return false;
+  check_peers();
+  return true;
+}
+
 // A handle the caller must pass: not NULL, and initialised.
 inline void check_given_handle(const char* call, const armci_hdl_t* h) {
   if (h == nullptr) fail(call, "argument 'handle' is NULL");
@@ -249,6 +263,23 @@ template <typename Start>
 [[gnu::always_inline]] inline int transfer(const char* call, Runtime& r, int proc, bool nb, armci_hdl_t* handle,
                                            Start&& start) {
   return nb ? nonblocking(call, r, proc, handle, start) : blocking(call, r, start);
+}
+
+// A contiguous transfer (Put/Get/Acc and zero-level strided calls):
+// mapped(completion) is the core's same-node fast path, true when it
+// finished the transfer. A nonblocking call with no handle or an empty one
+// that it finishes needs no request and no implicit count: its handle
+// stays empty, so that Wait and Test on it return at once (GA's blocking
+// get is ARMCI_NbGetS and ARMCI_Wait). Anything else goes through start.
+template <typename Mapped, typename Start>
+[[gnu::always_inline]] inline int contiguous_transfer(const char* call, Runtime& r, int proc, bool nb,
+                                                      armci_hdl_t* handle, Mapped&& mapped, Start&& start) {
+  if (nb && (handle == nullptr || handle_empty(handle))) {
+    Completion unused;
+    if (mapped(unused)) [[likely]]
+      return 0;
+  }
+  return transfer(call, r, proc, nb, handle, start);
 }
 
 }  // namespace armci::api

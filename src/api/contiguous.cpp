@@ -11,10 +11,16 @@ namespace {
                                              void* dst, int bytes, int proc, bool nb, armci_hdl_t* handle) {
   check_transfer(call, r, src, dst, bytes, proc);
   if (acc != nullptr) check_acc_bytes(call, *acc, bytes);
-  return transfer(call, r, proc, nb, handle, [&](Completion& c, armci::Mode mode, armci::VectorBatches* aggregate) {
-    r.transfers().contiguous(armci::Call{call, op, mode, proc, acc, c, aggregate}, src, dst,
-                             static_cast<std::size_t>(bytes));
-  });
+  const auto n = static_cast<std::size_t>(bytes);
+  return contiguous_transfer(
+      call, r, proc, nb, handle,
+      [&](Completion& c) {
+        return n > 0 && r.transfers().contiguous_if_mapped(
+                            armci::Call{call, op, armci::Mode::nonblocking, proc, acc, c, nullptr}, src, dst, n);
+      },
+      [&](Completion& c, armci::Mode mode, armci::VectorBatches* aggregate) {
+        r.transfers().contiguous(armci::Call{call, op, mode, proc, acc, c, aggregate}, src, dst, n);
+      });
 }
 
 }  // namespace

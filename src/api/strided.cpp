@@ -89,10 +89,17 @@ int strided_levels(const char* call, Runtime& r, Op op, const AccArgs* acc, void
   if (levels == 0 && count != nullptr && count[0] > 0 && src != nullptr && dst != nullptr) [[likely]] {
     check_proc(call, r, proc);
     if (acc != nullptr) check_strided_acc(call, *acc, count[0]);
-    return transfer(call, r, proc, nb, handle, [&](Completion& c, Mode mode, VectorBatches* aggregate) {
-      r.transfers().contiguous(Call{call, op, mode, proc, acc, c, aggregate}, src, dst,
-                               static_cast<std::size_t>(count[0]), op == Op::get ? "src_ptr" : "dst_ptr");
-    });
+    const auto bytes = static_cast<std::size_t>(count[0]);
+    return contiguous_transfer(
+        call, r, proc, nb, handle,
+        [&](Completion& c) {
+          return r.transfers().contiguous_if_mapped(Call{call, op, Mode::nonblocking, proc, acc, c, nullptr}, src,
+                                                    dst, bytes);
+        },
+        [&](Completion& c, Mode mode, VectorBatches* aggregate) {
+          r.transfers().contiguous(Call{call, op, mode, proc, acc, c, aggregate}, src, dst, bytes,
+                                   op == Op::get ? "src_ptr" : "dst_ptr");
+        });
   }
   return strided_levels(call, r, op, acc, src, src_stride, dst, dst_stride, count, levels, proc, nb, handle);
 }

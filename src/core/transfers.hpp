@@ -85,14 +85,21 @@ class Transfers {
                                          const char* argument = nullptr) {
     if (bytes == 0) [[unlikely]]
       return;
+    if (contiguous_if_mapped(call, src, dst, bytes)) [[likely]]
+      return;
+    contiguous_looked_up(call, src, dst, bytes, argument);
+  }
+  // contiguous()'s fast path alone: true when the range (bytes > 0) lies in
+  // the same-node region found last for call.proc, and the transfer is then
+  // complete; false when nothing was done. A nonblocking call that gets
+  // true needs no request: the API leaves its handle empty.
+  [[gnu::always_inline]] bool contiguous_if_mapped(const Call& call, const void* src, void* dst, std::size_t bytes) {
     const bool get = call.op == Op::get;
     const RecentRegion& recent = recent_[call.proc];
-    if (std::byte* local = recent.local_address(reinterpret_cast<std::uintptr_t>(get ? src : dst), bytes))
-        [[likely]] {
-      at_mapped(call, local, src, dst, bytes);
-      return;
-    }
-    contiguous_looked_up(call, src, dst, bytes, argument);
+    std::byte* local = recent.local_address(reinterpret_cast<std::uintptr_t>(get ? src : dst), bytes);
+    if (local == nullptr) return false;
+    at_mapped(call, local, src, dst, bytes);
+    return true;
   }
   // A contiguous put that raises the target's notification count of `tag`
   // once its data is in place (the counted window fence). It goes to the
