@@ -265,21 +265,18 @@ template <typename Start>
   return nb ? nonblocking(call, r, proc, handle, start) : blocking(call, r, start);
 }
 
-// A contiguous transfer (Put/Get/Acc and zero-level strided calls):
-// mapped(completion) is the core's same-node fast path, true when it
-// finished the transfer. A nonblocking call with no handle or an empty one
-// that it finishes needs no request and no implicit count: its handle
-// stays empty, so that Wait and Test on it return at once (GA's blocking
-// get is ARMCI_NbGetS and ARMCI_Wait). Anything else goes through start.
-template <typename Mapped, typename Start>
-[[gnu::always_inline]] inline int contiguous_transfer(const char* call, Runtime& r, int proc, bool nb,
-                                                      armci_hdl_t* handle, Mapped&& mapped, Start&& start) {
-  if (nb && (handle == nullptr || handle_empty(handle))) {
-    Completion unused;
-    if (mapped(unused)) [[likely]]
-      return 0;
-  }
-  return transfer(call, r, proc, nb, handle, start);
+// A contiguous transfer (Put/Get/Acc and zero-level strided calls) that
+// the core's same-node fast path finished: blocking, or nonblocking with
+// no handle or an empty one, whose handle then stays empty (no request, no
+// implicit count), so that Wait and Test on it return at once (GA's
+// blocking get is ARMCI_NbGetS and ARMCI_Wait). False: nothing was done,
+// the call goes the general way. Inlined with no Call or Completion built
+// and nothing stored: right after a copy of some KiB a store waits for the
+// copy's stores, and each pointer followed is a miss.
+[[gnu::always_inline]] inline bool finished_mapped(Runtime& r, Op op, const AccArgs* acc, const void* src, void* dst,
+                                                   std::size_t bytes, int proc, bool nb, const armci_hdl_t* handle) {
+  if (nb && handle != nullptr && !handle_empty(handle)) return false;
+  return r.transfers().contiguous_if_mapped(op, proc, acc, src, dst, bytes);
 }
 
 }  // namespace armci::api
