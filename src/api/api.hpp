@@ -163,6 +163,20 @@ inline void check_handle(const char* call, const armci_hdl_t* h) {
     fail(call, "argument 'handle' (%p) was not initialised with ARMCI_INIT_HANDLE", static_cast<const void*>(h));
 }
 
+// An initialised handle that holds no request: what ARMCI_INIT_HANDLE and
+// every completed operation leave, same-node ones from inside their call.
+inline bool handle_empty(const armci_hdl_t* h) { return h->request == -1 && (tag_bits(h) >> 24) == kMarker; }
+
+// ARMCI_Wait and ARMCI_Test on an empty handle, after ARMCI_Init: nothing
+// to wait for, nothing named in an error, and only the dead-peer check
+// every entry makes (the call's name is set when something can fail).
+inline bool empty_handle_entry(const armci_hdl_t* h) {
+  if (h == nullptr || !handle_empty(h) || Runtime::get() == nullptr) [[unlikely]]
+    return false;
+  check_peers();
+  return true;
+}
+
 // A handle the caller must pass: not NULL, and initialised.
 inline void check_given_handle(const char* call, const armci_hdl_t* h) {
   if (h == nullptr) fail(call, "argument 'handle' is NULL");
@@ -249,6 +263,20 @@ template <typename Start>
 [[gnu::always_inline]] inline int transfer(const char* call, Runtime& r, int proc, bool nb, armci_hdl_t* handle,
                                            Start&& start) {
   return nb ? nonblocking(call, r, proc, handle, start) : blocking(call, r, start);
+}
+
+// A contiguous transfer (Put/Get/Acc and zero-level strided calls) that
+// the core's same-node fast path finished: blocking, or nonblocking with
+// no handle or an empty one, whose handle then stays empty (no request, no
+// implicit count), so that Wait and Test on it return at once (GA's
+// blocking get is ARMCI_NbGetS and ARMCI_Wait). False: nothing was done,
+// the call goes the general way. Inlined with no Call or Completion built
+// and nothing stored: right after a copy of some KiB a store waits for the
+// copy's stores, and each pointer followed is a miss.
+[[gnu::always_inline]] inline bool finished_mapped(Runtime& r, Op op, const AccArgs* acc, const void* src, void* dst,
+                                                   std::size_t bytes, int proc, bool nb, const armci_hdl_t* handle) {
+  if (nb && handle != nullptr && !handle_empty(handle)) return false;
+  return r.transfers().contiguous_if_mapped(op, proc, acc, src, dst, bytes);
 }
 
 }  // namespace armci::api

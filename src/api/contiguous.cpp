@@ -7,14 +7,22 @@ using armci::Op;
 
 namespace {
 
+// Past the fast path (or bytes == 0): the general way.
+[[gnu::noinline]] int contiguous_general(const char* call, armci::Runtime& r, Op op, const AccArgs* acc, void* src,
+                                         void* dst, std::size_t bytes, int proc, bool nb, armci_hdl_t* handle) {
+  return transfer(call, r, proc, nb, handle, [&](Completion& c, armci::Mode mode, armci::VectorBatches* aggregate) {
+    r.transfers().contiguous(armci::Call{call, op, mode, proc, acc, c, aggregate}, src, dst, bytes);
+  });
+}
+
 [[gnu::always_inline]] inline int contiguous(const char* call, armci::Runtime& r, Op op, const AccArgs* acc, void* src,
                                              void* dst, int bytes, int proc, bool nb, armci_hdl_t* handle) {
   check_transfer(call, r, src, dst, bytes, proc);
   if (acc != nullptr) check_acc_bytes(call, *acc, bytes);
-  return transfer(call, r, proc, nb, handle, [&](Completion& c, armci::Mode mode, armci::VectorBatches* aggregate) {
-    r.transfers().contiguous(armci::Call{call, op, mode, proc, acc, c, aggregate}, src, dst,
-                             static_cast<std::size_t>(bytes));
-  });
+  const auto n = static_cast<std::size_t>(bytes);
+  if (n > 0 && finished_mapped(r, op, acc, src, dst, n, proc, nb, handle)) [[likely]]
+    return 0;
+  return contiguous_general(call, r, op, acc, src, dst, n, proc, nb, handle);
 }
 
 }  // namespace

@@ -1,4 +1,6 @@
 // Collective and local memory: ARMCI_Malloc, ARMCI_Free, *_local.
+#include <unistd.h>
+
 #include <cstring>
 
 #include "src/api/api.hpp"
@@ -27,8 +29,14 @@ ARMCI_API(void*, ARMCI_Malloc_local, (armci_size_t bytes)) {
   runtime("ARMCI_Malloc_local");
   if (bytes < 0) fail("ARMCI_Malloc_local", "argument 'bytes' (%ld) is negative", bytes);
   void* p = nullptr;
-  // Cache-line alignment keeps small transfers from straddling lines.
-  if (posix_memalign(&p, 64, bytes > 0 ? static_cast<std::size_t>(bytes) : 1) != 0)
+  // Cache-line alignment keeps small transfers from straddling lines. From
+  // 64 KiB a page's: ARMCI_Malloc's blocks start on one, so a patch moved
+  // between the same offsets of both (a GA buffer and its array) is copied
+  // with source and destination at one page offset, where the CPU's copy
+  // is fastest (64 B apart, a get from cold memory takes ~10% longer).
+  static const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  const std::size_t alignment = bytes >= 64 * 1024 ? page : 64;
+  if (posix_memalign(&p, alignment, bytes > 0 ? static_cast<std::size_t>(bytes) : 1) != 0)
     fail("ARMCI_Malloc_local", "out of memory for %ld bytes", bytes);
   return p;
 }

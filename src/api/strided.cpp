@@ -78,10 +78,20 @@ int strided_levels(const char* call, Runtime& r, Op op, const AccArgs* acc, void
   });
 }
 
+// Zero levels past the fast path: one contiguous piece, checked and found
+// in one lookup (the layout's checks, extent and protocol choice would cost
+// more than copying a few KiB).
+[[gnu::noinline]] int contiguous_piece(const char* call, Runtime& r, Op op, const AccArgs* acc, void* src, void* dst,
+                                       std::size_t bytes, int proc, bool nb, armci_hdl_t* handle) {
+  return transfer(call, r, proc, nb, handle, [&](Completion& c, Mode mode, VectorBatches* aggregate) {
+    r.transfers().contiguous(Call{call, op, mode, proc, acc, c, aggregate}, src, dst, bytes,
+                             op == Op::get ? "src_ptr" : "dst_ptr");
+  });
+}
+
 // Inlined into each entry point: zero levels is one contiguous piece (every
-// 1-D patch of Global Arrays), which the contiguous path checks and finds
-// in one lookup, where the layout's checks, extent and protocol choice
-// would cost more than copying a few KiB; and a call less on its way.
+// 1-D patch of Global Arrays), which a same-node region found last moves
+// with no call on the way.
 [[gnu::always_inline]] inline int strided_entry(const char* call, Op op, const AccArgs* acc, void* src,
                                                 int* src_stride, void* dst, int* dst_stride, int* count, int levels,
                                                 int proc, bool nb, armci_hdl_t* handle) {
@@ -89,10 +99,10 @@ int strided_levels(const char* call, Runtime& r, Op op, const AccArgs* acc, void
   if (levels == 0 && count != nullptr && count[0] > 0 && src != nullptr && dst != nullptr) [[likely]] {
     check_proc(call, r, proc);
     if (acc != nullptr) check_strided_acc(call, *acc, count[0]);
-    return transfer(call, r, proc, nb, handle, [&](Completion& c, Mode mode, VectorBatches* aggregate) {
-      r.transfers().contiguous(Call{call, op, mode, proc, acc, c, aggregate}, src, dst,
-                               static_cast<std::size_t>(count[0]), op == Op::get ? "src_ptr" : "dst_ptr");
-    });
+    const auto bytes = static_cast<std::size_t>(count[0]);
+    if (finished_mapped(r, op, acc, src, dst, bytes, proc, nb, handle)) [[likely]]
+      return 0;
+    return contiguous_piece(call, r, op, acc, src, dst, bytes, proc, nb, handle);
   }
   return strided_levels(call, r, op, acc, src, src_stride, dst, dst_stride, count, levels, proc, nb, handle);
 }

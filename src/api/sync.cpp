@@ -22,6 +22,8 @@ ARMCI_API(void, ARMCI_UNSET_AGGREGATE_HANDLE, (armci_hdl_t* handle)) {
 }
 
 ARMCI_API_PEERS(int, ARMCI_Wait, (armci_hdl_t* handle)) {
+  if (empty_handle_entry(handle)) [[likely]]
+    return 0;
   armci::Runtime& r = runtime("ARMCI_Wait");
   check_given_handle("ARMCI_Wait", handle);
   complete_handle("ARMCI_Wait", r, handle);
@@ -29,6 +31,8 @@ ARMCI_API_PEERS(int, ARMCI_Wait, (armci_hdl_t* handle)) {
 } ARMCI_PEERS_END(int)
 
 ARMCI_API_PEERS(int, ARMCI_Test, (armci_hdl_t* handle)) {
+  if (empty_handle_entry(handle)) [[likely]]
+    return 0;
   armci::Runtime& r = runtime("ARMCI_Test");
   check_given_handle("ARMCI_Test", handle);
   if (handle->request < 0) return 0;

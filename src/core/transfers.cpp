@@ -29,8 +29,8 @@ Transfers::Transfers(const Peers& peers, Memory& memory, Progress& progress, Mes
       memory_(memory),
       progress_(progress),
       settings_(settings),
-      recent_(memory.recent_regions()),
       parts_{peers, memory, progress, messages, completions, vector_messages, pipeline, host, settings, *this} {
+  recent_regions_ = memory.recent_regions();
   if (progress_.has_network()) {
     // An Acc piece must fit one control message of the layer.
     const std::size_t room = progress_.capabilities().max_message;
@@ -56,15 +56,17 @@ void Transfers::contiguous_looked_up(const Call& call, const void* src, void* ds
   if (argument == nullptr) argument = get ? "src" : "dst";
   const Region& region = memory_.find_region(call.name, argument, call.proc, get ? src : dst, bytes);
   if (region.local != nullptr) [[likely]] {
-    at_mapped(call, region.local + (reinterpret_cast<std::uintptr_t>(get ? src : dst) - region.base), src, dst, bytes);
+    std::byte* local = region.local + (reinterpret_cast<std::uintptr_t>(get ? src : dst) - region.base);
+    at_mapped(call.op, call.proc, call.acc, local, src, dst, bytes);
     return;
   }
   table_.find(Operation{call.op, Shape::contiguous, call.mode}, memory_.route(call.proc, region), bytes)
       .contiguous(parts_, call, src, dst, bytes);
 }
 
-[[gnu::visibility("protected")]] void Transfers::acc_mapped(const Call& call, std::byte* local, const void* src, void* dst, std::size_t bytes) {
-  apply_acc_locked(memory_.control(call.proc)->acc, call.acc->datatype, call.acc->scale, local, src, bytes,
+[[gnu::visibility("protected")]] void Transfers::acc_mapped(int proc, const AccArgs& acc, std::byte* local,
+                                                            const void* src, void* dst, std::size_t bytes) {
+  apply_acc_locked(memory_.control(proc)->acc, acc.datatype, acc.scale, local, src, bytes,
                    reinterpret_cast<std::uintptr_t>(dst));
 }
 

@@ -1,9 +1,11 @@
 /*
  * mp_basic: collective allocation, contiguous Put/Get of many sizes at odd
  * offsets, single-value transfers, topology queries and repeated
- * allocate/free rounds.
+ * allocate/free rounds, and the alignment of ARMCI_Malloc_local.
  */
 #include "mp_common.h"
+
+#include <unistd.h>
 
 
 /* Sizes straddle the small-message, eager and large/rendezvous paths. */
@@ -448,7 +450,27 @@ static void test_malloc_reuse(void) {
   }
 }
 
+/* ARMCI_Malloc_local: cache-line aligned, and from 64 KiB on a page
+ * boundary like ARMCI_Malloc's blocks (so GA patches meet at one page
+ * offset); every byte usable. */
+static void test_local_alignment(void) {
+  static const armci_size_t sizes_l[] = {1, 100, 64 * 1024 - 1, 64 * 1024, 3 << 20};
+  const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  for (int i = 0; i < 5; i++) {
+    unsigned char *p = ARMCI_Malloc_local(sizes_l[i]);
+    mp_set_where("ARMCI_Malloc_local(%ld) = %p", (long)sizes_l[i], (void *)p);
+    MP_CHECK(p != NULL, "NULL");
+    MP_CHECK_INT(0, (long)((uintptr_t)p % 64));
+    if (sizes_l[i] >= 64 * 1024) MP_CHECK_INT(0, (long)((uintptr_t)p % page));
+    memset(p, 0xA5, (size_t)sizes_l[i]);
+    MP_CHECK_INT(0xA5, p[sizes_l[i] - 1]);
+    MP_CHECK_INT(0, ARMCI_Free_local(p));
+  }
+  mp_where[0] = 0;
+}
+
 int main(int argc, char **argv) {
   return MP_RUN_CASES(argc, argv, "mp_basic", layout, test_topology, test_zero_size_malloc, test_put_sizes,
-                      test_get_sizes, test_values, test_put_then_read, test_malloc_rounds, test_malloc_reuse);
+                      test_get_sizes, test_values, test_put_then_read, test_malloc_rounds, test_malloc_reuse,
+                      test_local_alignment);
 }

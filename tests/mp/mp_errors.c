@@ -9,6 +9,7 @@
  * starts inside the region and runs past its end), null (NULL source),
  * uninit (Put before ARMCI_Init), badtype (Acc with data type 42),
  * badhandle (ARMCI_Wait on a handle that ARMCI_INIT_HANDLE never saw),
+ * badtag (ARMCI_Test on one that holds no request but lacks the marker),
  * badop (ARMCI_Rmw with op 7), misaligned (ARMCI_Rmw of a long at an address
  * that is not 8-byte aligned), mutexrange (ARMCI_Lock of a mutex index the
  * target did not create), notheld (ARMCI_Unlock of a mutex this rank does not
@@ -65,6 +66,7 @@ static const struct {
     {"uninit", "ARMCI_Put:", ""},
     {"badtype", "ARMCI_Acc:datatype", ""},
     {"badhandle", "ARMCI_Wait:", ""},
+    {"badtag", "ARMCI_Test:handle", ""},
     {"badop", "ARMCI_Rmw:op", ""},
     {"misaligned", "ARMCI_Rmw:prem", ""},
     {"mutexrange", "ARMCI_Lock:mutex", ""},
@@ -213,6 +215,12 @@ int main(int argc, char **argv) {
       armci_hdl_t h;
       memset(&h, 0xC3, sizeof h);
       ARMCI_Wait(&h);
+    } else if (strcmp(c, "badtag") == 0) {
+      /* Holds no request (-1) but lacks ARMCI_INIT_HANDLE's marker: the
+       * empty-handle return of Wait and Test must not take it. */
+      armci_hdl_t h;
+      memset(&h, 0xFF, sizeof h);
+      ARMCI_Test(&h);
     } else if (strcmp(c, "badop") == 0) {
       long v = 1;
       ARMCI_Rmw(7, &v, base[1], 1, 1);

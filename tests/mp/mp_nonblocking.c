@@ -1,7 +1,8 @@
 /*
  * mp_nonblocking: NbPut/NbGet/NbAcc/NbPutValue* with explicit handles
  * (Wait, Test, waiting twice, reuse) and with implicit handles completed by
- * WaitProc, WaitAll and Fence, including a thousand outstanding operations.
+ * WaitProc, WaitAll and Fence, including a thousand outstanding operations;
+ * zero-level NbPutS/NbGetS/NbAccS as Global Arrays issues them.
  */
 #include "mp_common.h"
 
@@ -216,6 +217,62 @@ static void test_handle_reuse(void) {
   mp_free_all(F);
 }
 
+/* GA's 1-D patches: zero-level NbPutS/NbGetS/NbAccS, each on an explicit
+ * handle completed by Wait (twice) or Test, and a handle reused by a second
+ * NbAccS before its wait; a same-node target finishes them inside the call,
+ * a network target does not, and the data must be the same. */
+static void test_zero_levels(void) {
+  enum { ZSLOT = 65536 + 64 };
+  static const int sizes[] = {8, 4608, 65536 + 8};
+  void **Z = mp_alloc_all((size_t)ZSLOT * (size_t)mp_np);
+  ARMCI_Barrier();
+  unsigned char *src = malloc(ZSLOT), *back = malloc(ZSLOT + 2);
+  double *ones = malloc(ZSLOT), *got = malloc(ZSLOT);
+  int next = (mp_me + 1) % mp_np, st[1] = {0};
+  char *mine = (char *)Z[next] + (size_t)mp_me * ZSLOT;
+  for (int si = 0; si < 3; si++) {
+    int count[1] = {sizes[si]};
+    size_t n = (size_t)sizes[si];
+    armci_hdl_t h;
+    ARMCI_INIT_HANDLE(&h);
+    mp_set_where("zero-level NbPutS/NbGetS of %zu bytes with rank %d", n, next);
+    mp_fill_pattern(src, n, mp_me, next, (size_t)si);
+    MP_CHECK_INT(0, ARMCI_NbPutS(src, st, mine, st, count, 0, next, &h));
+    MP_CHECK_INT(0, ARMCI_Wait(&h));
+    MP_CHECK_INT(0, ARMCI_Wait(&h));
+    ARMCI_Fence(next);
+    memset(back, 0x5C, n + 2);
+    MP_CHECK_INT(0, ARMCI_NbGetS(mine, st, back + 1, st, count, 0, next, &h));
+    test_until_done(&h);
+    MP_CHECK_BYTES(src, back + 1, n, "zero-level NbGetS of what NbPutS wrote");
+    MP_CHECK_INT(0x5C, back[0]);
+    MP_CHECK_INT(0x5C, back[n + 1]);
+
+    /* Two NbAccS of 1.0 on one handle, the second before any wait. */
+    size_t nd = n / sizeof(double);
+    for (size_t i = 0; i < nd; i++) ones[i] = 1.0;
+    double scale = 1.0;
+    MP_CHECK_INT(0, ARMCI_PutS(ones, st, mine, st, count, 0, next));
+    ARMCI_Fence(next);
+    MP_CHECK_INT(0, ARMCI_NbAccS(ARMCI_ACC_DBL, &scale, ones, st, mine, st, count, 0, next, &h));
+    MP_CHECK_INT(0, ARMCI_NbAccS(ARMCI_ACC_DBL, &scale, ones, st, mine, st, count, 0, next, &h));
+    MP_CHECK_INT(0, ARMCI_Wait(&h));
+    ARMCI_Fence(next);
+    MP_CHECK_INT(0, ARMCI_GetS(mine, st, got, st, count, 0, next));
+    for (size_t i = 0; i < nd; i++) {
+      mp_set_where("element %zu of %zu after two NbAccS on one handle to rank %d", i, nd, next);
+      MP_CHECK_DBL(3.0, got[i]);
+    }
+  }
+  mp_where[0] = 0;
+  free(src);
+  free(back);
+  free(ones);
+  free(got);
+  ARMCI_Barrier();
+  mp_free_all(Z);
+}
+
 static uint64_t implicit_value(int o, int t, int k, int phase) {
   return mp_mix64(((uint64_t)o << 40) ^ ((uint64_t)t << 32) ^ ((uint64_t)phase << 24) ^ (uint64_t)k) | 1;
 }
@@ -351,6 +408,6 @@ static void test_nb_values(void) {
 
 int main(int argc, char **argv) {
   return MP_RUN_CASES(argc, argv, "mp_nonblocking", test_unused_handle, test_explicit_put, test_explicit_get,
-                      test_explicit_acc, test_handle_reuse, test_implicit_put, test_implicit_get_acc, test_nb_values,
-                      test_unused_handle);
+                      test_explicit_acc, test_handle_reuse, test_zero_levels, test_implicit_put,
+                      test_implicit_get_acc, test_nb_values, test_unused_handle);
 }
