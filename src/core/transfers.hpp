@@ -68,6 +68,11 @@ class Transfers {
   // Registers the Acc message kind (collective in effect: at start-up).
   Transfers(const Peers& peers, Memory& memory, Progress& progress, Messages& messages, Completions& completions,
             VectorMessages& vector_messages, Pipeline& pipeline, HostAssisted& host, const Settings& settings);
+  // The recent entries die with Memory: a call after ARMCI_Finalize that
+  // got past the API's checks would then fault on null, not read freed memory.
+  ~Transfers() { recent_regions_ = nullptr; }
+  Transfers(const Transfers&) = delete;
+  Transfers& operator=(const Transfers&) = delete;
 
   // Builds the selection table; once the helper thread runs or is known
   // not to (offload needs it), before the first transfer.
